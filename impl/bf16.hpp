@@ -1,0 +1,28 @@
+// bf16 <-> f32 conversion (round to nearest even, NaN kept quiet).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace libdeconv {
+
+inline uint16_t f32_to_bf16(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+inline float bf16_to_f32(uint16_t value) {
+    uint32_t bits = static_cast<uint32_t>(value) << 16;
+    float out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
+void f32_to_bf16(const float *src, uint16_t *dst, size_t count);
+void bf16_to_f32(const uint16_t *src, float *dst, size_t count);
+
+} // namespace libdeconv

@@ -1,0 +1,161 @@
+#include "deconvolution.hpp"
+
+#include "bf16.hpp"
+#include "engine.hpp"
+#include "error.hpp"
+#include "primitive_cache.hpp"
+
+#include <vector>
+
+namespace libdeconv {
+namespace {
+
+std::shared_ptr<const Plan> cached_plan(const Problem &problem, Pass pass) {
+    std::vector<int64_t> key = problem.signature();
+    key.push_back(static_cast<int64_t>(pass));
+    return PrimitiveCache::instance().get_or_create(
+            key, [&] { return std::make_shared<const Plan>(make_plan(problem, pass)); });
+}
+
+void require(const void *pointer, const char *name, const char *why) {
+    if (!pointer) fail_invalid(std::string(name) + " is NULL; " + why);
+}
+
+} // namespace
+
+Deconvolution::Deconvolution(const Spec &spec) : problem_(spec) {
+    if (spec.dtype == DataType::bf16 && !cpu_has_bf16())
+        throw Error(Status::unsupported, "dtype = DECONV_BF16 needs a CPU with AVX-512 (oneDNN's effective ISA here "
+                                         "has none); use DECONV_F32");
+    plans_[0] = cached_plan(problem_, Pass::forward);
+    if (spec.mode == Mode::training) {
+        plans_[1] = cached_plan(problem_, Pass::backward_data);
+        plans_[2] = cached_plan(problem_, Pass::backward_weights);
+    }
+}
+
+const char *Deconvolution::impl_name(Pass pass) const {
+    const auto &plan = plans_[static_cast<int>(pass)];
+    return plan ? plan->impl.c_str() : nullptr;
+}
+
+void Deconvolution::set_weights(const void *weights, const void *bias) {
+    require(weights, "weights", "deconv_set_weights needs the weights to pack");
+    if (problem_.spec().bias)
+        require(bias, "bias", "the problem has a bias (no_bias = 0)");
+    else if (bias)
+        fail_invalid("bias is not NULL but the problem has no bias (no_bias = 1)");
+    auto packed = pack_weights(problem_, *plans_[0], weights, bias);
+    std::lock_guard<std::mutex> lock(packed_mutex_);
+    packed_ = std::move(packed);
+}
+
+void Deconvolution::forward(const void *src, const void *weights, const void *bias, void *dst, Req req) const {
+    const bool has_bias = problem_.spec().bias;
+    std::shared_ptr<const PackedWeights> packed;
+    if (!weights) {
+        std::lock_guard<std::mutex> lock(packed_mutex_);
+        packed = packed_;
+        if (!packed) fail_invalid("weights is NULL and deconv_set_weights was not called on this handle");
+        if (bias) fail_invalid("bias is not NULL while weights is NULL; the bias of deconv_set_weights is used");
+    } else if (has_bias) {
+        require(bias, "bias", "the problem has a bias (no_bias = 0)");
+    } else if (bias) {
+        fail_invalid("bias is not NULL but the problem has no bias (no_bias = 1)");
+    }
+    require(src, "src", "deconv_forward needs the input");
+    if (req == Req::null) return;
+    require(dst, "dst", "a write or add request needs the output buffer");
+
+    const Plan &plan = *plans_[0];
+    std::vector<Input> inputs{{DNNL_ARG_SRC, &plan.data, src, {}}};
+    if (packed)
+        inputs.push_back({DNNL_ARG_WEIGHTS, nullptr, nullptr, packed->weights});
+    else
+        inputs.push_back({DNNL_ARG_WEIGHTS, &plan.weights, weights, {}});
+    std::vector<ExtraBuffer> extras;
+    if (has_bias) extras.push_back({DNNL_ARG_BIAS, plan.bias});
+    Execution run(plan, std::move(inputs), {{DNNL_ARG_DST, &plan.output, dst, req}}, std::move(extras));
+    if (has_bias) {
+        float *bias_f32 = static_cast<float *>(run.extra(0));
+        if (packed)
+            std::copy(packed->bias.begin(), packed->bias.end(), bias_f32);
+        else
+            bias_to_f32(problem_, bias, bias_f32);
+    }
+    run.run();
+}
+
+void Deconvolution::backward(const void *src, const void *weights, const void *diff_dst, void *diff_src, Req req_src,
+        void *diff_weights, Req req_weights, void *diff_bias, Req req_bias) const {
+    if (problem_.spec().mode != Mode::training)
+        fail_invalid("deconv_backward needs a handle created with mode = DECONV_TRAINING; this one has mode = "
+                     "DECONV_INFERENCE");
+    if (!problem_.spec().bias && req_bias != Req::null)
+        fail_invalid("req_bias = " + std::to_string(static_cast<int>(req_bias))
+                + " but the problem has no bias (no_bias = 1); use DECONV_REQ_NULL");
+    if (req_src == Req::null && req_weights == Req::null && req_bias == Req::null) return;
+    require(diff_dst, "diff_dst", "every backward output needs it");
+    if (req_src != Req::null) {
+        require(weights, "weights", "req_src asks for diff_src, which needs the weights");
+        require(diff_src, "diff_src", "req_src is not DECONV_REQ_NULL");
+    }
+    if (req_weights != Req::null) {
+        require(src, "src", "req_weights asks for diff_weights, which needs the forward input");
+        require(diff_weights, "diff_weights", "req_weights is not DECONV_REQ_NULL");
+    }
+    if (req_bias != Req::null) require(diff_bias, "diff_bias", "req_bias is not DECONV_REQ_NULL");
+
+    if (req_src != Req::null) {
+        const Plan &plan = *plans_[1];
+        Execution(plan, {{DNNL_ARG_DIFF_DST, &plan.output, diff_dst, {}}, {DNNL_ARG_WEIGHTS, &plan.weights, weights, {}}},
+                {{DNNL_ARG_DIFF_SRC, &plan.data, diff_src, req_src}})
+                .run();
+    }
+    if (req_weights != Req::null) {
+        const Plan &plan = *plans_[2];
+        std::vector<Output> outputs{{DNNL_ARG_DIFF_WEIGHTS, &plan.weights, diff_weights, req_weights}};
+        if (problem_.spec().bias) outputs.push_back({DNNL_ARG_DIFF_BIAS, &plan.bias_out, diff_bias, req_bias});
+        Execution(plan, {{DNNL_ARG_SRC, &plan.data, src, {}}, {DNNL_ARG_DIFF_DST, &plan.output, diff_dst, {}}},
+                std::move(outputs))
+                .run();
+    } else if (req_bias != Req::null) {
+        backward_bias_only(diff_dst, diff_bias, req_bias);
+    }
+}
+
+// diff_bias alone is a reduction of diff_dst over batch and space; the weight-gradient
+// primitive would need src and compute a gradient nobody asked for.
+void Deconvolution::backward_bias_only(const void *diff_dst, void *diff_bias, Req req) const {
+    const Spec &s = problem_.spec();
+    const int64_t channels = s.out_channels;
+    const int64_t pixels = problem_.dst_elems() / (s.batch * channels);
+    const bool bf16 = s.dtype == DataType::bf16;
+    auto value = [&](int64_t i) {
+        return bf16 ? double(bf16_to_f32(static_cast<const uint16_t *>(diff_dst)[i]))
+                    : double(static_cast<const float *>(diff_dst)[i]);
+    };
+    std::vector<double> sums(static_cast<size_t>(channels), 0.0);
+    for (int64_t n = 0; n < s.batch; ++n) {
+        const int64_t base = n * channels * pixels;
+        if (s.layout == Layout::channels_first) {
+            for (int64_t c = 0; c < channels; ++c)
+                for (int64_t p = 0; p < pixels; ++p) sums[c] += value(base + c * pixels + p);
+        } else {
+            for (int64_t p = 0; p < pixels; ++p)
+                for (int64_t c = 0; c < channels; ++c) sums[c] += value(base + p * channels + c);
+        }
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+        if (bf16) {
+            uint16_t *out = static_cast<uint16_t *>(diff_bias);
+            const double prior = req == Req::add ? double(bf16_to_f32(out[c])) : 0.0;
+            out[c] = f32_to_bf16(static_cast<float>(prior + sums[c]));
+        } else {
+            float *out = static_cast<float *>(diff_bias);
+            out[c] = static_cast<float>((req == Req::add ? double(out[c]) : 0.0) + sums[c]);
+        }
+    }
+}
+
+} // namespace libdeconv
