@@ -71,7 +71,9 @@ typedef enum deconv_pass {
     DECONV_PASS_BACKWARD_WEIGHTS = 2 /* weights and bias gradients */
 } deconv_pass;
 
-/* Problem description. Always start from deconv_params_init(). */
+/* Problem description. Always start from deconv_params_init(): struct_size must equal
+ * sizeof(deconv_params) of the header the caller was compiled with (this version accepts exactly
+ * its own size). Spatial values above 2^40, and tensors above 2^40 bytes, are refused. */
 typedef struct deconv_params {
     size_t struct_size; /* sizeof(deconv_params), set by deconv_params_init */
     int32_t rank;       /* number of spatial dimensions: 1, 2 or 3 */
@@ -126,8 +128,8 @@ DECONV_EXPORT deconv_status deconv_set_weights(deconv *handle, const void *weigh
                                                const void *bias);
 
 /* dst (req) = deconvolution(src, weights) + bias.
- * weights == NULL uses the weights of deconv_set_weights (and its bias); otherwise weights and,
- * unless no_bias, bias are required. bias must be NULL when no_bias. */
+ * weights == NULL uses the weights of deconv_set_weights (and its bias; bias must then be NULL);
+ * otherwise weights and, unless no_bias, bias are required. bias must be NULL when no_bias. */
 DECONV_EXPORT deconv_status deconv_forward(deconv *handle, const void *src, const void *weights,
                                            const void *bias, void *dst, deconv_req req);
 
@@ -169,6 +171,7 @@ DECONV_EXPORT deconv_status deconv_bf16_to_f32(const uint16_t *src, float *dst, 
  * environment at first use. Capacity 0 disables caching. Shrinking evicts at once. Handles keep
  * the primitives they hold after an eviction. */
 DECONV_EXPORT deconv_status deconv_cache_set_capacity(size_t capacity);
+/* Any one of the counters may be NULL (not all three). */
 DECONV_EXPORT deconv_status deconv_cache_stats(uint64_t *hits, uint64_t *misses,
                                                uint64_t *entries);
 /* Drops every entry and zeroes the hit and miss counters. */
