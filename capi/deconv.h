@@ -174,6 +174,8 @@ DECONV_EXPORT deconv_status deconv_cache_set_capacity(size_t capacity);
 /* Any one of the counters may be NULL (not all three). */
 DECONV_EXPORT deconv_status deconv_cache_stats(uint64_t *hits, uint64_t *misses,
                                                uint64_t *entries);
+/* The current capacity (entries). */
+DECONV_EXPORT size_t deconv_cache_capacity(void);
 /* Drops every entry and zeroes the hit and miss counters. */
 DECONV_EXPORT deconv_status deconv_cache_clear(void);
 
@@ -204,6 +206,7 @@ typedef struct deconv_api {
     deconv_status (*cache_set_capacity)(size_t);
     deconv_status (*cache_stats)(uint64_t *, uint64_t *, uint64_t *);
     deconv_status (*cache_clear)(void);
+    size_t (*cache_capacity)(void);
 } deconv_api;
 
 typedef const deconv_api *(*deconv_get_api_fn)(uint32_t api_version);

@@ -239,6 +239,12 @@ DECONV_EXPORT deconv_status deconv_cache_stats(uint64_t *hits, uint64_t *misses,
     });
 }
 
+DECONV_EXPORT size_t deconv_cache_capacity(void) {
+    size_t capacity = 0;
+    guarded("deconv_cache_capacity", [&] { capacity = libdeconv::PrimitiveCache::instance().stats().capacity; });
+    return capacity;
+}
+
 DECONV_EXPORT deconv_status deconv_cache_clear(void) {
     return guarded("deconv_cache_clear", [] { libdeconv::PrimitiveCache::instance().clear(); });
 }
@@ -248,6 +254,7 @@ static const deconv_api api_v1 = {
         deconv_create, deconv_destroy, deconv_set_weights, deconv_forward, deconv_backward, deconv_impl_name,
         deconv_last_error, deconv_status_string, deconv_version, deconv_bf16_supported, deconv_f32_to_bf16,
         deconv_bf16_to_f32, deconv_cache_set_capacity, deconv_cache_stats, deconv_cache_clear,
+        deconv_cache_capacity,
 };
 
 DECONV_EXPORT const deconv_api *deconv_get_api(uint32_t api_version) {

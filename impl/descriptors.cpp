@@ -180,6 +180,10 @@ Plan make_plan_unsized(const Problem &p, Pass pass) {
         return dnnl::deconvolution_backward_weights::primitive_desc(d, user_scratchpad(), cpu_engine(), hint);
     });
     plan.primitive = dnnl::deconvolution_backward_weights(pd);
+    // oneDNN 2.6's jit:avx512_core_amx_bf16 weight gradient accumulates taps that meet no output
+    // in a scratchpad it assumes zeroed (in library mode it is fresh); other weight-gradient
+    // kernels are cleared too, as the cost is small next to the reduction.
+    plan.zero_scratchpad = true;
     plan.impl = pd.impl_info_str();
     plan.scratchpad_bytes = scratchpad_size(pd);
     plan.data = input_conversion(user_src, pd.src_desc());

@@ -3,6 +3,7 @@
 #include "engine.hpp"
 #include "workspace.hpp"
 
+#include <cstring>
 #include <unordered_map>
 
 namespace libdeconv {
@@ -68,6 +69,10 @@ void Execution::run() {
     for (size_t i = 0; i < extras_.size(); ++i)
         args.emplace(extras_[i].arg, dnnl::memory(extras_[i].desc, eng, workspace_.get(extra_slots_[i])));
 
+    if (plan_.zero_scratchpad) { // after the input reorders, which share the scratchpad
+        stream.wait();
+        std::memset(workspace_.get(scratch_slot_), 0, plan_.scratchpad_bytes);
+    }
     plan_.primitive.execute(stream, args);
 
     for (size_t i = 0; i < outputs_.size(); ++i) {
