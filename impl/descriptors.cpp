@@ -180,11 +180,11 @@ Plan make_plan_unsized(const Problem &p, Pass pass) {
         return dnnl::deconvolution_backward_weights::primitive_desc(d, user_scratchpad(), cpu_engine(), hint);
     });
     plan.primitive = dnnl::deconvolution_backward_weights(pd);
-    // oneDNN 2.6's jit:avx512_core_amx_bf16 weight gradient accumulates taps that meet no output
-    // in a scratchpad it assumes zeroed (in library mode it is fresh); other weight-gradient
-    // kernels are cleared too, as the cost is small next to the reduction.
-    plan.zero_scratchpad = true;
     plan.impl = pd.impl_info_str();
+    // oneDNN 2.6's AMX bf16 weight gradient leaves the partial sums of kernel taps that meet no
+    // output unwritten in its scratchpad and then reduces them: garbage unless the scratchpad
+    // starts zeroed. Only such degenerate geometries pay for clearing it.
+    plan.zero_scratchpad = p.has_dead_taps() && plan.impl.find("amx") != std::string::npos;
     plan.scratchpad_bytes = scratchpad_size(pd);
     plan.data = input_conversion(user_src, pd.src_desc());
     plan.output = input_conversion(user_dst, pd.diff_dst_desc());

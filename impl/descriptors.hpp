@@ -27,7 +27,7 @@ struct Plan {
     dnnl::primitive primitive;
     std::string impl;
     size_t scratchpad_bytes = 0; // for the primitive and every conversion (they run in turn)
-    bool zero_scratchpad = false; // the kernel reads its scratchpad before writing it
+    bool zero_scratchpad = false; // the kernel reads parts of its scratchpad it never wrote
     Conversion data, weights, output;
     dnnl::memory::desc bias; // f32 `a`, or zero-size without bias
     Conversion bias_out;     // backward weights: the f32 diff_bias into the caller's dtype

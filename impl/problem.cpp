@@ -119,6 +119,19 @@ Problem::Problem(const Spec &spec) : spec_(spec) {
     dst_elems_ = checked_elems("dst", {spec.batch, spec.out_channels, o[0], r > 1 ? o[1] : one, r > 2 ? o[2] : one}, 4);
 }
 
+bool Problem::has_dead_taps() const {
+    const Spec &s = spec_;
+    for (int d = 0; d < s.rank; ++d) {
+        if (s.kernel[d] > 4096) return true; // not worth proving; callers only use it to be careful
+        for (int64_t k = 0; k < s.kernel[d]; ++k) {
+            const int64_t first = k * s.dilate[d] - pad_[d]; // output position of input 0
+            const int64_t i = first >= 0 ? 0 : (-first + s.stride[d] - 1) / s.stride[d];
+            if (i >= s.in_size[d] || first + i * s.stride[d] >= out_size_[d]) return true;
+        }
+    }
+    return false;
+}
+
 std::vector<int64_t> Problem::signature() const {
     const Spec &s = spec_;
     std::vector<int64_t> key{s.rank, s.batch, s.in_channels, s.out_channels, s.groups, s.bias,

@@ -48,6 +48,9 @@ public:
     int64_t dst_elems() const { return dst_elems_; }
     size_t element_bytes() const { return spec_.dtype == DataType::f32 ? 4 : 2; }
 
+    // Whether some kernel tap meets no output position (its weight gradient is an empty sum).
+    bool has_dead_taps() const;
+
     // Everything that determines the primitives; equal keys mean interchangeable primitives.
     std::vector<int64_t> signature() const;
 
