@@ -5,6 +5,6 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$top/scripts/install-deps.sh"
 build=${BUILD_DIR:-$top/build}
-cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target deconv-bench >/dev/null
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Release >&2
+cmake --build "$build" -j"$(nproc)" --target deconv-bench >&2
 exec "$build/bench/deconv-bench" "$@"

@@ -1,0 +1,1 @@
+# Sanitizer flags for DECONV_SANITIZE (placeholder)
