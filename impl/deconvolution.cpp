@@ -4,6 +4,7 @@
 #include "engine.hpp"
 #include "error.hpp"
 #include "primitive_cache.hpp"
+#include "route.hpp"
 
 #include <vector>
 
@@ -13,8 +14,7 @@ namespace {
 std::shared_ptr<const Plan> cached_plan(const Problem &problem, Pass pass) {
     std::vector<int64_t> key = problem.signature();
     key.push_back(static_cast<int64_t>(pass));
-    return PrimitiveCache::instance().get_or_create(
-            key, [&] { return std::make_shared<const Plan>(make_plan(problem, pass)); });
+    return PrimitiveCache::instance().get_or_create(key, [&] { return make_fastest_plan(problem, pass); });
 }
 
 void require(const void *pointer, const char *name, const char *why) {
@@ -45,7 +45,7 @@ void Deconvolution::set_weights(const void *weights, const void *bias) {
         require(bias, "bias", "the problem has a bias (no_bias = 0)");
     else if (bias)
         fail_invalid("bias is not NULL but the problem has no bias (no_bias = 1)");
-    auto packed = pack_weights(problem_, *plans_[0], weights, bias);
+    auto packed = pack_weights(*plans_[0], weights, bias);
     std::lock_guard<std::mutex> lock(packed_mutex_);
     packed_ = std::move(packed);
 }
@@ -67,23 +67,12 @@ void Deconvolution::forward(const void *src, const void *weights, const void *bi
     if (req == Req::null) return;
     require(dst, "dst", "a write or add request needs the output buffer");
 
-    const Plan &plan = *plans_[0];
-    std::vector<Input> inputs{{DNNL_ARG_SRC, &plan.data, src, {}}};
-    if (packed)
-        inputs.push_back({DNNL_ARG_WEIGHTS, nullptr, nullptr, packed->weights});
-    else
-        inputs.push_back({DNNL_ARG_WEIGHTS, &plan.weights, weights, {}});
-    std::vector<ExtraBuffer> extras;
-    if (has_bias) extras.push_back({DNNL_ARG_BIAS, plan.bias});
-    Execution run(plan, std::move(inputs), {{DNNL_ARG_DST, &plan.output, dst, req}}, std::move(extras));
-    if (has_bias) {
-        float *bias_f32 = static_cast<float *>(run.extra(0));
-        if (packed)
-            std::copy(packed->bias.begin(), packed->bias.end(), bias_f32);
-        else
-            bias_to_f32(problem_, bias, bias_f32);
-    }
-    run.run();
+    Tensors t;
+    t[role::fwd_src].user = src;
+    t[role::fwd_weights] = packed ? Tensor{nullptr, &packed->weights} : Tensor{weights};
+    if (has_bias) t[role::fwd_bias] = packed ? Tensor{nullptr, &packed->bias} : Tensor{bias};
+    t[role::fwd_dst] = {dst, nullptr, req};
+    execute(*plans_[0], t);
 }
 
 void Deconvolution::backward(const void *src, const void *weights, const void *diff_dst, void *diff_src, Req req_src,
@@ -107,18 +96,19 @@ void Deconvolution::backward(const void *src, const void *weights, const void *d
     if (req_bias != Req::null) require(diff_bias, "diff_bias", "req_bias is not DECONV_REQ_NULL");
 
     if (req_src != Req::null) {
-        const Plan &plan = *plans_[1];
-        Execution(plan, {{DNNL_ARG_DIFF_DST, &plan.output, diff_dst, {}}, {DNNL_ARG_WEIGHTS, &plan.weights, weights, {}}},
-                {{DNNL_ARG_DIFF_SRC, &plan.data, diff_src, req_src}})
-                .run();
+        Tensors t;
+        t[role::bwd_data_diff_dst].user = diff_dst;
+        t[role::bwd_data_weights].user = weights;
+        t[role::bwd_data_diff_src] = {diff_src, nullptr, req_src};
+        execute(*plans_[1], t);
     }
     if (req_weights != Req::null) {
-        const Plan &plan = *plans_[2];
-        std::vector<Output> outputs{{DNNL_ARG_DIFF_WEIGHTS, &plan.weights, diff_weights, req_weights}};
-        if (problem_.spec().bias) outputs.push_back({DNNL_ARG_DIFF_BIAS, &plan.bias_out, diff_bias, req_bias});
-        Execution(plan, {{DNNL_ARG_SRC, &plan.data, src, {}}, {DNNL_ARG_DIFF_DST, &plan.output, diff_dst, {}}},
-                std::move(outputs))
-                .run();
+        Tensors t;
+        t[role::bwd_weights_src].user = src;
+        t[role::bwd_weights_diff_dst].user = diff_dst;
+        t[role::bwd_weights_diff_weights] = {diff_weights, nullptr, req_weights};
+        t[role::bwd_weights_diff_bias] = {diff_bias, nullptr, req_bias};
+        execute(*plans_[2], t);
     } else if (req_bias != Req::null) {
         backward_bias_only(diff_dst, diff_bias, req_bias);
     }

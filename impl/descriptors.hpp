@@ -1,12 +1,16 @@
 // oneDNN descriptors and primitives for one pass of a problem: memory descriptors with
-// format_tag::any, the weights' IO swap, implementation selection, and the reorders between the
-// caller's plain buffers and the layouts the chosen implementation wants.
+// format_tag::any, the weights' IO swap, implementation selection, the reorders between the
+// caller's plain buffers and the layouts the chosen implementation wants, and the workspace
+// layout a call needs.
 #pragma once
 
+#include "output_commit.hpp"
 #include "problem.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <array>
+#include <cstdint>
 #include <string>
 
 namespace libdeconv {
@@ -16,27 +20,49 @@ struct Conversion {
     dnnl::memory::desc user, internal;
     bool identical = false; // the primitive uses the caller's layout: no copy at all
     dnnl::reorder to_internal, to_user, add_to_user; // as applicable to the tensor's role
-    size_t scratchpad_bytes = 0;                      // the largest of its reorders' needs
 };
 
-// One pass, ready to run. Roles are named for the forward problem: `data` is src (forward,
-// backward weights) or diff_src (backward data), `output` is dst or diff_dst, `weights` and `bias`
-// are the weights/bias or their gradients.
+// One tensor of a pass.
+struct Role {
+    bool present = false;
+    bool output = false;
+    int arg = 0; // DNNL_ARG_*, or 0 when only the output commit uses it (a bias added there)
+    Conversion conversion;
+    size_t internal_offset = 0; // in the workspace, when the tensor needs an internal copy
+    bool has_internal = false;
+};
+
+// Role indices per pass.
+namespace role {
+constexpr int fwd_src = 0, fwd_weights = 1, fwd_bias = 2, fwd_dst = 3;
+constexpr int bwd_data_diff_dst = 0, bwd_data_weights = 1, bwd_data_diff_src = 2;
+constexpr int bwd_weights_src = 0, bwd_weights_diff_dst = 1, bwd_weights_diff_weights = 2,
+              bwd_weights_diff_bias = 3;
+} // namespace role
+
+constexpr int kMaxRoles = 4;
+
+// One pass, ready to run; immutable once made, shared through the primitive cache.
 struct Plan {
+    uint64_t id = 0; // unique for the process lifetime (per-thread bindings key on it)
     Pass pass = Pass::forward;
+    DataType compute = DataType::f32; // the primitive's data type (bf16 problems may run in f32)
     dnnl::primitive primitive;
     std::string impl;
-    size_t scratchpad_bytes = 0; // for the primitive and every conversion (they run in turn)
+    std::array<Role, kMaxRoles> roles;
+    size_t scratchpad_bytes = 0;  // shared by the primitive and the reorders (they run in turn)
     bool zero_scratchpad = false; // the kernel reads parts of its scratchpad it never wrote
-    Conversion data, weights, output;
-    dnnl::memory::desc bias; // f32 `a`, or zero-size without bias
-    Conversion bias_out;     // backward weights: the f32 diff_bias into the caller's dtype
+    size_t workspace_bytes = 0;   // scratchpad first, then the internal copies
+    // Forward only: the bias is added while the output is committed (not by the primitive).
+    bool bias_in_commit = false;
+    OutputCommit commit; // valid when bias_in_commit
 };
 
-Plan make_plan(const Problem &problem, Pass pass);
+Plan make_plan(const Problem &problem, Pass pass, DataType compute);
 
 // The caller's plain descriptors (shared with the weight packing).
 dnnl::memory::desc user_data_desc(const Problem &problem, bool output);
-dnnl::memory::desc user_weights_desc(const Problem &problem, dnnl::memory::data_type type);
+dnnl::memory::desc user_weights_desc(const Problem &problem);
+dnnl::memory::data_type onednn_type(DataType type);
 
 } // namespace libdeconv

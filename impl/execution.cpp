@@ -4,83 +4,118 @@
 #include "workspace.hpp"
 
 #include <cstring>
-#include <unordered_map>
 
 namespace libdeconv {
 namespace {
 
-constexpr size_t kNone = ~size_t(0);
+// The memory objects of one plan on one thread, pointing into that thread's workspace.
+struct Binding {
+    uint64_t plan_id = 0;
+    const char *workspace = nullptr;
+    dnnl::memory scratchpad;
+    std::array<dnnl::memory, kMaxRoles> user, internal;
+};
 
-bool writes_in_place(const Output &o) { return o.req == Req::write && o.conversion->identical; }
+constexpr size_t kBindingsPerThread = 16;
+
+Binding &bind(const Plan &plan, char *workspace) {
+    thread_local std::array<Binding, kBindingsPerThread> bindings;
+    Binding &b = bindings[plan.id % kBindingsPerThread];
+    if (b.plan_id == plan.id && b.workspace == workspace) return b;
+    const dnnl::engine &eng = cpu_engine();
+    b.plan_id = 0; // stays invalid if a creation below throws
+    b.scratchpad = dnnl::memory(dnnl::memory::desc({static_cast<dnnl::memory::dim>(plan.scratchpad_bytes)},
+                                        dnnl::memory::data_type::u8, dnnl::memory::format_tag::a),
+            eng, workspace);
+    for (int i = 0; i < kMaxRoles; ++i) {
+        const Role &r = plan.roles[i];
+        b.user[i] = b.internal[i] = dnnl::memory();
+        if (!r.present) continue;
+        b.user[i] = dnnl::memory(r.conversion.user, eng, DNNL_MEMORY_NONE);
+        if (r.has_internal) b.internal[i] = dnnl::memory(r.conversion.internal, eng, workspace + r.internal_offset);
+    }
+    b.workspace = workspace;
+    b.plan_id = plan.id;
+    return b;
+}
+
+void run(const dnnl::primitive &primitive, dnnl::stream &stream, const dnnl_exec_arg_t *args, int count) {
+    dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), stream.get(), count, args),
+            "could not execute a primitive");
+}
+
+void reorder(const dnnl::reorder &r, dnnl::stream &stream, const dnnl::memory &from, const dnnl::memory &to,
+        const dnnl::memory &scratchpad) {
+    const dnnl_exec_arg_t args[] = {
+            {DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}, {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
+    run(r, stream, args, 3);
+}
+
+void point_to(const dnnl::memory &memory, const void *data) {
+    dnnl::error::wrap_c_api(dnnl_memory_set_data_handle_v2(memory.get(), const_cast<void *>(data), nullptr),
+            "could not set a data handle");
+}
 
 } // namespace
 
-Execution::Execution(const Plan &plan, std::vector<Input> inputs, std::vector<Output> outputs,
-        std::vector<ExtraBuffer> extras)
-    : plan_(plan), inputs_(std::move(inputs)), outputs_(std::move(outputs)), extras_(std::move(extras)),
-      workspace_(Workspace::begin()) {
-    scratch_slot_ = workspace_.reserve(plan.scratchpad_bytes);
-    for (const Input &in : inputs_)
-        input_slots_.push_back(in.conversion && !in.conversion->identical
-                        ? workspace_.reserve(in.conversion->internal.get_size())
-                        : kNone);
-    for (const Output &out : outputs_)
-        output_slots_.push_back(writes_in_place(out) ? kNone : workspace_.reserve(out.conversion->internal.get_size()));
-    for (const ExtraBuffer &e : extras_) extra_slots_.push_back(workspace_.reserve(e.desc.get_size()));
-    workspace_.commit();
-}
-
-void *Execution::extra(size_t i) const { return workspace_.get(extra_slots_[i]); }
-
-void Execution::run() {
-    const dnnl::engine &eng = cpu_engine();
+void execute(const Plan &plan, const Tensors &tensors) {
+    char *workspace = thread_workspace(plan.workspace_bytes);
+    Binding &b = bind(plan, workspace);
     dnnl::stream &stream = thread_stream();
-    dnnl::memory scratch(dnnl::memory::desc({static_cast<dnnl::memory::dim>(plan_.scratchpad_bytes)},
-                                 dnnl::memory::data_type::u8, dnnl::memory::format_tag::a),
-            eng, workspace_.get(scratch_slot_));
-    std::unordered_map<int, dnnl::memory> args;
-    args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
 
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-        const Input &in = inputs_[i];
-        if (!in.conversion) {
-            args.emplace(in.arg, in.ready);
-            continue;
+    dnnl_exec_arg_t args[kMaxRoles + 1];
+    int count = 0;
+    args[count++] = {DNNL_ARG_SCRATCHPAD, b.scratchpad.get()};
+    const float *commit_bias = nullptr;
+    for (int i = 0; i < kMaxRoles; ++i) {
+        const Role &r = plan.roles[i];
+        if (!r.present) continue;
+        const Tensor &t = tensors[i];
+        dnnl_memory_t used;
+        if (!r.output && t.ready) {
+            used = t.ready->get();
+        } else if (r.output && r.conversion.identical && t.req == Req::write && !plan.bias_in_commit) {
+            point_to(b.user[i], t.user); // the primitive writes straight into the caller's buffer
+            used = b.user[i].get();
+        } else if (!r.output && r.conversion.identical) {
+            point_to(b.user[i], t.user);
+            used = b.user[i].get();
+        } else if (!r.output) {
+            point_to(b.user[i], t.user);
+            reorder(r.conversion.to_internal, stream, b.user[i], b.internal[i], b.scratchpad);
+            used = b.internal[i].get();
+        } else {
+            used = b.internal[i].get();
         }
-        dnnl::memory user(in.conversion->user, eng, const_cast<void *>(in.user));
-        if (input_slots_[i] == kNone) {
-            args.emplace(in.arg, user);
-            continue;
+        if (r.arg != 0) {
+            args[count++] = {r.arg, used};
+        } else { // the f32 bias the output commit adds
+            void *data = nullptr;
+            dnnl::error::wrap_c_api(dnnl_memory_get_data_handle(used, &data), "could not get a data handle");
+            commit_bias = static_cast<const float *>(data);
         }
-        dnnl::memory internal(in.conversion->internal, eng, workspace_.get(input_slots_[i]));
-        in.conversion->to_internal.execute(stream,
-                {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, internal}, {DNNL_ARG_SCRATCHPAD, scratch}});
-        args.emplace(in.arg, internal);
     }
-    std::vector<dnnl::memory> results;
-    for (size_t i = 0; i < outputs_.size(); ++i) {
-        const Output &out = outputs_[i];
-        if (output_slots_[i] == kNone)
-            results.emplace_back(out.conversion->user, eng, out.user);
-        else
-            results.emplace_back(out.conversion->internal, eng, workspace_.get(output_slots_[i]));
-        args.emplace(out.arg, results.back());
-    }
-    for (size_t i = 0; i < extras_.size(); ++i)
-        args.emplace(extras_[i].arg, dnnl::memory(extras_[i].desc, eng, workspace_.get(extra_slots_[i])));
 
-    if (plan_.zero_scratchpad) { // after the input reorders, which share the scratchpad
+    if (plan.zero_scratchpad) { // after the input reorders, which share the scratchpad
         stream.wait();
-        std::memset(workspace_.get(scratch_slot_), 0, plan_.scratchpad_bytes);
+        std::memset(workspace, 0, plan.scratchpad_bytes);
     }
-    plan_.primitive.execute(stream, args);
+    run(plan.primitive, stream, args, count);
 
-    for (size_t i = 0; i < outputs_.size(); ++i) {
-        const Output &out = outputs_[i];
-        if (output_slots_[i] == kNone || out.req == Req::null) continue;
-        dnnl::memory user(out.conversion->user, eng, out.user);
-        const dnnl::reorder &commit = out.req == Req::add ? out.conversion->add_to_user : out.conversion->to_user;
-        commit.execute(stream, {{DNNL_ARG_FROM, results[i]}, {DNNL_ARG_TO, user}, {DNNL_ARG_SCRATCHPAD, scratch}});
+    for (int i = 0; i < kMaxRoles; ++i) {
+        const Role &r = plan.roles[i];
+        const Tensor &t = tensors[i];
+        if (!r.present || !r.output || t.req == Req::null) continue;
+        if (r.conversion.identical && t.req == Req::write && !plan.bias_in_commit) continue; // written in place
+        if (plan.bias_in_commit) {
+            stream.wait();
+            commit_output(plan.commit, workspace + r.internal_offset, const_cast<void *>(t.user), commit_bias,
+                    t.req == Req::add);
+            continue;
+        }
+        point_to(b.user[i], t.user);
+        reorder(t.req == Req::add ? r.conversion.add_to_user : r.conversion.to_user, stream, b.internal[i], b.user[i],
+                b.scratchpad);
     }
     stream.wait();
 }

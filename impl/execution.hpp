@@ -1,51 +1,26 @@
 // Runs one plan on caller buffers: converts inputs whose layout differs into workspace copies,
-// executes the primitive, and commits outputs with the caller's request (write or add).
+// executes the primitive, and commits outputs with the caller's request (write or add). The
+// oneDNN memory objects a call needs are kept per thread and plan, so a steady-state call
+// creates and allocates nothing.
 #pragma once
 
 #include "descriptors.hpp"
 
-#include <oneapi/dnnl/dnnl.hpp>
-
-#include <vector>
+#include <array>
 
 namespace libdeconv {
 
 enum class Req { null = 0, write = 1, add = 2 };
 
-struct Input {
-    int arg;
-    const Conversion *conversion; // nullptr: `ready` is already in the primitive's layout
-    const void *user;
-    dnnl::memory ready;
+// What the caller passes for one role of the plan.
+struct Tensor {
+    const void *user = nullptr;         // the caller's buffer (may be NULL for a dropped output)
+    const dnnl::memory *ready = nullptr; // an input already in the internal layout (packed weights)
+    Req req = Req::write;               // outputs: Req::null computes into the workspace and drops it
 };
 
-struct Output {
-    int arg;
-    const Conversion *conversion;
-    void *user;
-    Req req; // Req::null: computed into the workspace and dropped (oneDNN computes it anyway)
-};
+using Tensors = std::array<Tensor, kMaxRoles>;
 
-struct ExtraBuffer { // a workspace buffer the caller fills before the run (e.g. converted bias)
-    int arg;
-    dnnl::memory::desc desc;
-};
-
-class Execution {
-public:
-    Execution(const Plan &plan, std::vector<Input> inputs, std::vector<Output> outputs,
-            std::vector<ExtraBuffer> extras = {});
-    void *extra(size_t i) const; // valid after construction, before run()
-    void run();
-
-private:
-    const Plan &plan_;
-    std::vector<Input> inputs_;
-    std::vector<Output> outputs_;
-    std::vector<ExtraBuffer> extras_;
-    std::vector<size_t> input_slots_, output_slots_, extra_slots_;
-    size_t scratch_slot_ = 0;
-    class Workspace &workspace_;
-};
+void execute(const Plan &plan, const Tensors &tensors);
 
 } // namespace libdeconv

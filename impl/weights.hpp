@@ -1,23 +1,18 @@
-// Weight-format control: weights packed once into the forward primitive's layout (inference),
-// and the bias in the f32 form every primitive takes.
+// Weight-format control: weights (and bias) packed once into the forward primitive's layouts,
+// for inference handles that call deconv_set_weights.
 #pragma once
 
 #include "descriptors.hpp"
 
 #include <memory>
-#include <vector>
 
 namespace libdeconv {
 
 struct PackedWeights {
-    dnnl::memory weights;    // in plan.weights.internal, owned by oneDNN
-    std::vector<float> bias; // empty without bias
+    dnnl::memory weights; // the forward plan's internal weights layout, owned by oneDNN
+    dnnl::memory bias;    // f32, empty without bias
 };
 
-std::shared_ptr<const PackedWeights> pack_weights(const Problem &problem, const Plan &forward,
-        const void *weights, const void *bias);
-
-// The caller's bias (f32 or bf16 words) as f32.
-void bias_to_f32(const Problem &problem, const void *bias, float *out);
+std::shared_ptr<const PackedWeights> pack_weights(const Plan &forward, const void *weights, const void *bias);
 
 } // namespace libdeconv

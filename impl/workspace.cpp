@@ -4,36 +4,29 @@
 #include <new>
 
 namespace libdeconv {
-
 namespace {
+
+struct Workspace {
+    char *base = nullptr;
+    size_t capacity = 0;
+    ~Workspace() { std::free(base); }
+};
+
 constexpr size_t kAlignment = 64;
-size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
 } // namespace
 
-Workspace &Workspace::begin() {
+char *thread_workspace(size_t bytes) {
     thread_local Workspace workspace;
-    workspace.offsets_.clear();
-    workspace.total_ = 0;
-    return workspace;
+    if (bytes > workspace.capacity || !workspace.base) {
+        const size_t size = (bytes + kAlignment) / kAlignment * kAlignment;
+        char *grown = static_cast<char *>(std::aligned_alloc(kAlignment, size));
+        if (!grown) throw std::bad_alloc();
+        std::free(workspace.base);
+        workspace.base = grown;
+        workspace.capacity = size;
+    }
+    return workspace.base;
 }
-
-Workspace::~Workspace() { std::free(base_); }
-
-size_t Workspace::reserve(size_t bytes) {
-    offsets_.push_back(total_);
-    total_ += aligned(bytes == 0 ? 1 : bytes);
-    return offsets_.size() - 1;
-}
-
-void Workspace::commit() {
-    if (total_ <= capacity_) return;
-    char *grown = static_cast<char *>(std::aligned_alloc(kAlignment, aligned(total_)));
-    if (!grown) throw std::bad_alloc();
-    std::free(base_);
-    base_ = grown;
-    capacity_ = total_;
-}
-
-void *Workspace::get(size_t index) const { return base_ + offsets_[index]; }
 
 } // namespace libdeconv

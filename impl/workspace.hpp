@@ -4,27 +4,11 @@
 #pragma once
 
 #include <cstddef>
-#include <vector>
 
 namespace libdeconv {
 
-class Workspace {
-public:
-    // Collect the sizes first, then allocate once; pointers stay valid until the thread's next
-    // call to begin().
-    static Workspace &begin();
-    // Reserves `bytes` (64-byte aligned) and returns its index for get() after commit().
-    size_t reserve(size_t bytes);
-    void commit();
-    void *get(size_t index) const;
-
-private:
-    Workspace() = default;
-    ~Workspace();
-    std::vector<size_t> offsets_;
-    size_t total_ = 0;
-    char *base_ = nullptr;
-    size_t capacity_ = 0;
-};
+// At least `bytes` of 64-byte aligned memory private to the calling thread, valid until the
+// thread's next call; the address changes only when the workspace has to grow.
+char *thread_workspace(size_t bytes);
 
 } // namespace libdeconv

@@ -1,0 +1,33 @@
+// The output commit that adds the bias on the way: internal result (+ bias) written or added
+// into the caller's buffer in one pass. oneDNN 2.6's deconvolution adds a bias in a pass of its
+// own and its reorders cannot add one, so this is the place where the bias costs nothing.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+
+namespace libdeconv {
+
+// A data layout seen as (n, channel block, spatial..., channel within block).
+struct ChannelBlocked {
+    bool usable = false;
+    int rank = 0; // spatial dims
+    int64_t batch = 0, channels = 0, block = 1;
+    int64_t spatial[3] = {1, 1, 1};
+    int64_t stride_n = 0, stride_block = 0, stride_spatial[3] = {0, 0, 0}, stride_channel = 1;
+    dnnl::memory::data_type type = dnnl::memory::data_type::f32;
+};
+
+// Plain strides, or one inner block on the channel axis; anything else is not usable.
+ChannelBlocked describe(const dnnl::memory::desc &desc);
+
+struct OutputCommit {
+    ChannelBlocked internal, user;
+    bool usable() const { return internal.usable && user.usable; }
+};
+
+// user (=|+=) internal + bias[channel]; bias is f32.
+void commit_output(const OutputCommit &commit, const void *internal, void *user, const float *bias, bool add);
+
+} // namespace libdeconv

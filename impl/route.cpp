@@ -1,0 +1,97 @@
+#include "route.hpp"
+
+#include "execution.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace libdeconv {
+namespace {
+
+enum class Choice { automatic, bf16, f32 };
+
+Choice choice_from_environment() {
+    const char *text = std::getenv("DECONV_BF16_COMPUTE");
+    if (text && std::strcmp(text, "bf16") == 0) return Choice::bf16;
+    if (text && std::strcmp(text, "f32") == 0) return Choice::f32;
+    return Choice::automatic;
+}
+
+// Best of a few runs on zero-filled caller-side buffers, conversions included.
+double seconds_per_call(const Plan &plan) {
+    std::vector<std::vector<char>> buffers;
+    Tensors tensors;
+    for (int i = 0; i < kMaxRoles; ++i) {
+        if (!plan.roles[i].present) continue;
+        buffers.emplace_back(plan.roles[i].conversion.user.get_size(), 0);
+        tensors[i].user = buffers.back().data();
+    }
+    execute(plan, tensors); // warm-up: first touch of the workspace, code caches
+    double best = 1e30;
+    for (int run = 0; run < 3; ++run) {
+        const auto start = std::chrono::steady_clock::now();
+        execute(plan, tensors);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+}
+
+// Routes once measured, so that a problem keeps its route (and its exact results) when its plan
+// is evicted and made again. Bounded; the oldest decisions are forgotten first.
+class Decisions {
+public:
+    bool find(const std::vector<int64_t> &key, DataType &type) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = map_.find(key);
+        if (it == map_.end()) return false;
+        type = it->second;
+        return true;
+    }
+    void remember(const std::vector<int64_t> &key, DataType type) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!map_.emplace(key, type).second) return;
+        order_.push_back(key);
+        if (order_.size() > kCapacity) {
+            map_.erase(order_.front());
+            order_.pop_front();
+        }
+    }
+
+private:
+    static constexpr size_t kCapacity = 4096;
+    std::mutex mutex_;
+    std::map<std::vector<int64_t>, DataType> map_;
+    std::deque<std::vector<int64_t>> order_;
+};
+
+Decisions &decisions() {
+    static Decisions *d = new Decisions; // never destroyed: used until the process ends
+    return *d;
+}
+
+} // namespace
+
+std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass) {
+    const DataType type = problem.spec().dtype;
+    static const Choice choice = choice_from_environment();
+    if (type == DataType::f32 || choice == Choice::bf16)
+        return std::make_shared<const Plan>(make_plan(problem, pass, type));
+    if (choice == Choice::f32) return std::make_shared<const Plan>(make_plan(problem, pass, DataType::f32));
+    std::vector<int64_t> key = problem.signature();
+    key.push_back(static_cast<int64_t>(pass));
+    DataType decided;
+    if (decisions().find(key, decided)) return std::make_shared<const Plan>(make_plan(problem, pass, decided));
+    auto native = std::make_shared<const Plan>(make_plan(problem, pass, DataType::bf16));
+    auto widened = std::make_shared<const Plan>(make_plan(problem, pass, DataType::f32));
+    // Native keeps a near tie: within 1% the difference is noise.
+    const bool f32_wins = seconds_per_call(*widened) < 0.99 * seconds_per_call(*native);
+    decisions().remember(key, f32_wins ? DataType::f32 : DataType::bf16);
+    return f32_wins ? widened : native;
+}
+
+} // namespace libdeconv
