@@ -95,6 +95,9 @@ void Deconvolution::backward(const void *src, const void *weights, const void *d
     }
     if (req_bias != Req::null) require(diff_bias, "diff_bias", "req_bias is not DECONV_REQ_NULL");
 
+    if (req_src != Req::null && req_weights != Req::null) prepare({plans_[1].get(), plans_[2].get()});
+    std::vector<double> bias_sums;
+    if (req_weights == Req::null && req_bias != Req::null) bias_sums.resize(size_t(problem_.spec().out_channels));
     if (req_src != Req::null) {
         Tensors t;
         t[role::bwd_data_diff_dst].user = diff_dst;
@@ -110,13 +113,13 @@ void Deconvolution::backward(const void *src, const void *weights, const void *d
         t[role::bwd_weights_diff_bias] = {diff_bias, nullptr, req_bias};
         execute(*plans_[2], t);
     } else if (req_bias != Req::null) {
-        backward_bias_only(diff_dst, diff_bias, req_bias);
+        backward_bias_only(diff_dst, diff_bias, req_bias, bias_sums);
     }
 }
 
 // diff_bias alone is a reduction of diff_dst over batch and space; the weight-gradient
 // primitive would need src and compute a gradient nobody asked for.
-void Deconvolution::backward_bias_only(const void *diff_dst, void *diff_bias, Req req) const {
+void Deconvolution::backward_bias_only(const void *diff_dst, void *diff_bias, Req req, std::vector<double> &sums) const {
     const Spec &s = problem_.spec();
     const int64_t channels = s.out_channels;
     const int64_t pixels = problem_.dst_elems() / (s.batch * channels);
@@ -125,7 +128,6 @@ void Deconvolution::backward_bias_only(const void *diff_dst, void *diff_bias, Re
         return bf16 ? double(bf16_to_f32(static_cast<const uint16_t *>(diff_dst)[i]))
                     : double(static_cast<const float *>(diff_dst)[i]);
     };
-    std::vector<double> sums(static_cast<size_t>(channels), 0.0);
     for (int64_t n = 0; n < s.batch; ++n) {
         const int64_t base = n * channels * pixels;
         if (s.layout == Layout::channels_first) {

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace libdeconv {
 
@@ -26,7 +27,8 @@ public:
     const char *impl_name(Pass pass) const;
 
 private:
-    void backward_bias_only(const void *diff_dst, void *diff_bias, Req req) const;
+    // `sums` holds out_channels zeros, allocated before anything was written.
+    void backward_bias_only(const void *diff_dst, void *diff_bias, Req req, std::vector<double> &sums) const;
 
     Problem problem_;
     std::shared_ptr<const Plan> plans_[3];

@@ -3,6 +3,7 @@
 #include "engine.hpp"
 #include "workspace.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace libdeconv {
@@ -18,9 +19,25 @@ struct Binding {
 
 constexpr size_t kBindingsPerThread = 16;
 
+// Least recently used first out, so that the plans of one call never evict each other.
+struct Bindings {
+    std::array<Binding, kBindingsPerThread> slots;
+    std::array<uint64_t, kBindingsPerThread> last_use{};
+    uint64_t clock = 0;
+};
+
 Binding &bind(const Plan &plan, char *workspace) {
-    thread_local std::array<Binding, kBindingsPerThread> bindings;
-    Binding &b = bindings[plan.id % kBindingsPerThread];
+    thread_local Bindings bindings;
+    size_t slot = 0;
+    for (size_t i = 0; i < kBindingsPerThread; ++i) {
+        if (bindings.slots[i].plan_id == plan.id) {
+            slot = i;
+            break;
+        }
+        if (bindings.last_use[i] < bindings.last_use[slot]) slot = i;
+    }
+    bindings.last_use[slot] = ++bindings.clock;
+    Binding &b = bindings.slots[slot];
     if (b.plan_id == plan.id && b.workspace == workspace) return b;
     const dnnl::engine &eng = cpu_engine();
     b.plan_id = 0; // stays invalid if a creation below throws
@@ -57,6 +74,14 @@ void point_to(const dnnl::memory &memory, const void *data) {
 }
 
 } // namespace
+
+void prepare(std::initializer_list<const Plan *> plans) {
+    size_t bytes = 0;
+    for (const Plan *p : plans) bytes = std::max(bytes, p->workspace_bytes);
+    char *workspace = thread_workspace(bytes);
+    for (const Plan *p : plans) bind(*p, workspace);
+    thread_stream();
+}
 
 void execute(const Plan &plan, const Tensors &tensors) {
     char *workspace = thread_workspace(plan.workspace_bytes);

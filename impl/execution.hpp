@@ -7,6 +7,7 @@
 #include "descriptors.hpp"
 
 #include <array>
+#include <initializer_list>
 
 namespace libdeconv {
 
@@ -22,5 +23,9 @@ struct Tensor {
 using Tensors = std::array<Tensor, kMaxRoles>;
 
 void execute(const Plan &plan, const Tensors &tensors);
+
+// Everything a run of these plans allocates on this thread, done up front, so that a call that
+// runs several plans cannot fail after it wrote an output.
+void prepare(std::initializer_list<const Plan *> plans);
 
 } // namespace libdeconv

@@ -1,5 +1,7 @@
 #include "workspace.hpp"
 
+#include "fault_injection.hpp"
+
 #include <cstdlib>
 #include <new>
 
@@ -20,7 +22,7 @@ char *thread_workspace(size_t bytes) {
     thread_local Workspace workspace;
     if (bytes > workspace.capacity || !workspace.base) {
         const size_t size = (bytes + kAlignment) / kAlignment * kAlignment;
-        char *grown = static_cast<char *>(std::aligned_alloc(kAlignment, size));
+        char *grown = allocation_must_fail() ? nullptr : static_cast<char *>(std::aligned_alloc(kAlignment, size));
         if (!grown) throw std::bad_alloc();
         std::free(workspace.base);
         workspace.base = grown;
