@@ -10,6 +10,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -61,14 +62,25 @@ void require(const void *pointer, const char *name) {
     if (!pointer) fail_invalid(std::string(name) + " is NULL");
 }
 
-template <typename Enum>
-Enum checked_enum(int value, int last, const char *field, const char *allowed) {
+// A C caller may store any int in an enum; reading it through the enum type would be undefined
+// in C++, so the object representation is copied out as an int.
+template <typename CEnum>
+int raw(const CEnum &value) {
+    static_assert(sizeof(CEnum) == sizeof(int), "C enums are int-sized");
+    int out;
+    std::memcpy(&out, &value, sizeof out);
+    return out;
+}
+
+template <typename Enum, typename CEnum>
+Enum checked_enum(const CEnum &c_value, int last, const char *field, const char *allowed) {
+    const int value = raw(c_value);
     if (value < 0 || value > last)
         fail_invalid(std::string(field) + " = " + std::to_string(value) + "; must be " + allowed);
     return static_cast<Enum>(value);
 }
 
-libdeconv::Req to_req(deconv_req req, const char *field) {
+libdeconv::Req to_req(const deconv_req &req, const char *field) {
     return checked_enum<libdeconv::Req>(req, 2, field, "DECONV_REQ_NULL, DECONV_REQ_WRITE or DECONV_REQ_ADD");
 }
 
@@ -180,7 +192,7 @@ DECONV_EXPORT const char *deconv_impl_name(const deconv *handle, deconv_pass pas
                 "DECONV_PASS_FORWARD, DECONV_PASS_BACKWARD_DATA or DECONV_PASS_BACKWARD_WEIGHTS");
         name = handle->impl.impl_name(p);
         if (!name)
-            fail_invalid("pass = " + std::to_string(static_cast<int>(pass))
+            fail_invalid("pass = " + std::to_string(raw(pass))
                     + " is a backward pass, which a handle with mode = DECONV_INFERENCE does not have");
     });
     return name;
@@ -189,7 +201,7 @@ DECONV_EXPORT const char *deconv_impl_name(const deconv *handle, deconv_pass pas
 DECONV_EXPORT const char *deconv_last_error(void) { return last_error.c_str(); }
 
 DECONV_EXPORT const char *deconv_status_string(deconv_status status) {
-    switch (status) {
+    switch (raw(status)) {
     case DECONV_OK: return "DECONV_OK";
     case DECONV_INVALID_ARGUMENT: return "DECONV_INVALID_ARGUMENT";
     case DECONV_UNSUPPORTED: return "DECONV_UNSUPPORTED";

@@ -51,16 +51,44 @@ dnnl::primitive_attr user_scratchpad() {
     return attr;
 }
 
-// The first implementation oneDNN offers that is not a reference kernel; with format any the
-// list is already ordered by expected speed. Only when every entry is a reference kernel is the
-// first one kept (make_pd() builds it again, since next_impl() consumed the iterator).
-template <typename PD, typename MakePD>
-PD choose_implementation(MakePD make_pd) {
+// A primitive descriptor and the primitive built from it.
+template <typename PD, typename Prim>
+struct Chosen {
+    PD pd;
+    Prim primitive;
+};
+
+// The first implementation oneDNN offers that is not a reference kernel and whose code can be
+// generated (a JIT kernel may refuse extreme strides or dilations only when it is built); with
+// format any the list is already ordered by expected speed. A reference kernel is taken only
+// when nothing else builds.
+template <typename PD, typename Prim, typename MakePD>
+Chosen<PD, Prim> choose_implementation(MakePD make_pd) {
     PD pd = make_pd();
-    do {
-        if (!is_reference(pd.impl_info_str())) return pd;
-    } while (pd.next_impl());
-    return make_pd();
+    int first_reference = -1;
+    std::string last_failure;
+    for (int index = 0;; ++index) {
+        if (!is_reference(pd.impl_info_str()) || first_reference < 0) {
+            try {
+                Prim primitive(pd);
+                if (!is_reference(pd.impl_info_str())) return {pd, primitive};
+                first_reference = index;
+            } catch (const dnnl::error &e) {
+                if (e.status == dnnl_out_of_memory) throw;
+                last_failure = std::string(pd.impl_info_str()) + ": " + e.what();
+                // oneDNN 2.6 may crash stepping an iterator whose primitive failed to build:
+                // step a fresh one to the same place instead.
+                pd = make_pd();
+                for (int i = 0; i < index; ++i) pd.next_impl();
+            }
+        }
+        if (!pd.next_impl()) break;
+    }
+    if (first_reference < 0)
+        throw Error(Status::unsupported, "oneDNN could not build a kernel for this problem (" + last_failure + ")");
+    pd = make_pd(); // next_impl() consumed the iterator
+    for (int i = 0; i < first_reference; ++i) pd.next_impl();
+    return {pd, Prim(pd)};
 }
 
 dnnl::reorder make_reorder(const memory::desc &from, const memory::desc &to, bool accumulate, size_t &scratch) {
@@ -111,10 +139,11 @@ void lay_out_workspace(Plan &plan) {
 
 size_t scratchpad_size(const dnnl::primitive_desc_base &pd) { return pd.scratchpad_desc().get_size(); }
 
-dnnl::deconvolution_forward::primitive_desc forward_pd(
-        const Geometry &g, dt type, bool bias, dnnl::prop_kind kind) {
+using ForwardChoice = Chosen<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>;
+
+ForwardChoice forward_pd(const Geometry &g, dt type, bool bias, dnnl::prop_kind kind) {
     const memory::desc bias_desc = bias ? memory::desc(g.bias, dt::f32, tag::a) : memory::desc();
-    return choose_implementation<dnnl::deconvolution_forward::primitive_desc>([&] {
+    return choose_implementation<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>([&] {
         dnnl::deconvolution_forward::desc d(kind, dnnl::algorithm::deconvolution_direct, any_desc(g.src, type),
                 any_desc(g.weights, type), bias_desc, any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
         return dnnl::deconvolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
@@ -130,19 +159,20 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
     const Spec &s = p.spec();
     const auto kind = s.mode == Mode::training ? dnnl::prop_kind::forward_training
                                                : dnnl::prop_kind::forward_inference;
-    auto pd = forward_pd(g, type, s.bias, kind);
+    ForwardChoice chosen = forward_pd(g, type, s.bias, kind);
     const memory::desc user_dst = user_data_desc(p, true);
-    if (s.bias && !bias_is_free_in(pd.impl_info_str())) {
-        auto unbiased = forward_pd(g, type, false, kind);
-        OutputCommit commit{describe(unbiased.dst_desc()), describe(user_dst)};
+    if (s.bias && !bias_is_free_in(chosen.pd.impl_info_str())) {
+        ForwardChoice unbiased = forward_pd(g, type, false, kind);
+        OutputCommit commit{describe(unbiased.pd.dst_desc()), describe(user_dst)};
         // Only when the same kernel runs without the bias and the layouts suit the commit.
-        if (commit.usable() && unbiased.impl_info_str() == pd.impl_info_str()) {
-            pd = unbiased;
+        if (commit.usable() && std::string(unbiased.pd.impl_info_str()) == chosen.pd.impl_info_str()) {
+            chosen = unbiased;
             plan.bias_in_commit = true;
             plan.commit = commit;
         }
     }
-    plan.primitive = dnnl::deconvolution_forward(pd);
+    const auto &pd = chosen.pd;
+    plan.primitive = chosen.primitive;
     plan.impl = pd.impl_info_str();
     plan.scratchpad_bytes = scratchpad_size(pd);
     add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, user_data_desc(p, false), pd.src_desc());
@@ -154,13 +184,15 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
 }
 
 void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type) {
-    const auto hint = forward_pd(g, type, false, dnnl::prop_kind::forward_training);
-    auto pd = choose_implementation<dnnl::deconvolution_backward_data::primitive_desc>([&] {
+    const auto hint = forward_pd(g, type, false, dnnl::prop_kind::forward_training).pd;
+    auto chosen = choose_implementation<dnnl::deconvolution_backward_data::primitive_desc,
+            dnnl::deconvolution_backward_data>([&] {
         dnnl::deconvolution_backward_data::desc d(dnnl::algorithm::deconvolution_direct, any_desc(g.src, type),
                 any_desc(g.weights, type), any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
         return dnnl::deconvolution_backward_data::primitive_desc(d, user_scratchpad(), cpu_engine(), hint);
     });
-    plan.primitive = dnnl::deconvolution_backward_data(pd);
+    const auto &pd = chosen.pd;
+    plan.primitive = chosen.primitive;
     plan.impl = pd.impl_info_str();
     plan.scratchpad_bytes = scratchpad_size(pd);
     add_role(plan, role::bwd_data_diff_dst, DNNL_ARG_DIFF_DST, false, user_data_desc(p, true), pd.diff_dst_desc());
@@ -170,16 +202,18 @@ void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type
 
 void make_backward_weights(Plan &plan, const Problem &p, const Geometry &g, dt type) {
     const Spec &s = p.spec();
-    const auto hint = forward_pd(g, type, s.bias, dnnl::prop_kind::forward_training);
+    const auto hint = forward_pd(g, type, s.bias, dnnl::prop_kind::forward_training).pd;
     // Weight gradients are produced in f32 even for bf16 problems, so that accumulation into the
     // caller's bf16 buffer rounds once.
     const memory::desc bias = s.bias ? memory::desc(g.bias, dt::f32, tag::a) : memory::desc();
-    auto pd = choose_implementation<dnnl::deconvolution_backward_weights::primitive_desc>([&] {
+    auto chosen = choose_implementation<dnnl::deconvolution_backward_weights::primitive_desc,
+            dnnl::deconvolution_backward_weights>([&] {
         dnnl::deconvolution_backward_weights::desc d(dnnl::algorithm::deconvolution_direct, any_desc(g.src, type),
                 any_desc(g.weights, dt::f32), bias, any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
         return dnnl::deconvolution_backward_weights::primitive_desc(d, user_scratchpad(), cpu_engine(), hint);
     });
-    plan.primitive = dnnl::deconvolution_backward_weights(pd);
+    const auto &pd = chosen.pd;
+    plan.primitive = chosen.primitive;
     plan.impl = pd.impl_info_str();
     // oneDNN 2.6's AMX bf16 weight gradient leaves the partial sums of kernel taps that meet no
     // output unwritten in its scratchpad and then reduces them: garbage unless the scratchpad

@@ -30,6 +30,8 @@ struct Spec {
 
 // Tensors larger than this are refused before anything is allocated.
 constexpr int64_t kMaxTensorBytes = int64_t(1) << 40;
+// The largest size of any one dimension (and of the full output extent): oneDNN's int.
+constexpr int64_t kMaxDim = 2147483647;
 
 class Problem {
 public:

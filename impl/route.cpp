@@ -1,5 +1,6 @@
 #include "route.hpp"
 
+#include "error.hpp"
 #include "execution.hpp"
 
 #include <chrono>
@@ -86,8 +87,15 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
     key.push_back(static_cast<int64_t>(pass));
     DataType decided;
     if (decisions().find(key, decided)) return std::make_shared<const Plan>(make_plan(problem, pass, decided));
-    auto native = std::make_shared<const Plan>(make_plan(problem, pass, DataType::bf16));
     auto widened = std::make_shared<const Plan>(make_plan(problem, pass, DataType::f32));
+    std::shared_ptr<const Plan> native;
+    try {
+        native = std::make_shared<const Plan>(make_plan(problem, pass, DataType::bf16));
+    } catch (const Error &e) { // no bf16 kernel builds for this geometry: f32 does the work
+        if (e.status() != Status::unsupported) throw;
+        decisions().remember(key, DataType::f32);
+        return widened;
+    }
     // Native keeps a near tie: within 1% the difference is noise.
     const bool f32_wins = seconds_per_call(*widened) < 0.99 * seconds_per_call(*native);
     decisions().remember(key, f32_wins ? DataType::f32 : DataType::bf16);
