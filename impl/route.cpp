@@ -53,18 +53,21 @@ public:
         type = it->second;
         return true;
     }
-    void remember(const std::vector<int64_t> &key, DataType type) {
+    // The decision stored for `key`: `type` unless another thread decided first.
+    DataType remember(const std::vector<int64_t> &key, DataType type) {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (!map_.emplace(key, type).second) return;
+        auto inserted = map_.emplace(key, type);
+        if (!inserted.second) return inserted.first->second;
         order_.push_back(key);
         if (order_.size() > kCapacity) {
             map_.erase(order_.front());
             order_.pop_front();
         }
+        return type;
     }
 
 private:
-    static constexpr size_t kCapacity = 4096;
+    static constexpr size_t kCapacity = 65536; // about 100 bytes each
     std::mutex mutex_;
     std::map<std::vector<int64_t>, DataType> map_;
     std::deque<std::vector<int64_t>> order_;
@@ -96,10 +99,10 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
         decisions().remember(key, DataType::f32);
         return widened;
     }
-    // Native keeps a near tie: within 1% the difference is noise.
+    // Native keeps a near tie: within 1% the difference is noise. Threads that measured the same
+    // new problem at once all take the first decision stored.
     const bool f32_wins = seconds_per_call(*widened) < 0.99 * seconds_per_call(*native);
-    decisions().remember(key, f32_wins ? DataType::f32 : DataType::bf16);
-    return f32_wins ? widened : native;
+    return decisions().remember(key, f32_wins ? DataType::f32 : DataType::bf16) == DataType::f32 ? widened : native;
 }
 
 } // namespace libdeconv

@@ -12,8 +12,9 @@
 namespace libdeconv {
 
 // DECONV_BF16_COMPUTE=bf16 or =f32 forces a route (for tests and reproducibility); default auto.
-// A measured route is remembered for the process (4096 problems), so results of a problem do not
-// change when its plan is evicted and made again.
+// A measured route is remembered for the process (the last 65536 bf16 problems and passes), so
+// a problem keeps its route and its exact results when its plan is evicted and made again, and
+// threads creating the same new problem at once agree on it.
 std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass);
 
 } // namespace libdeconv

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages the build and tests need, when any is missing.
 # As root it uses apt-get directly, otherwise sudo.
 set -euo pipefail
-packages=(cmake make g++ pkg-config libdnnl-dev libcmocka-dev libgtest-dev)
+packages=(cmake make g++ pkg-config libdnnl-dev libcmocka-dev libgtest-dev valgrind)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
