@@ -14,9 +14,50 @@ inline float load(const uint16_t *p, int64_t i) { return bf16_to_f32(p[i]); }
 inline void store(float *p, int64_t i, float v) { p[i] = v; }
 inline void store(uint16_t *p, int64_t i, float v) { p[i] = f32_to_bf16(v); }
 
+// Spatial positions laid out densely in row-major order, `step` elements apart.
+bool dense_spatial(const ChannelBlocked &d, int64_t step) {
+    int64_t expected = step;
+    for (int i = d.rank - 1; i >= 0; --i) {
+        if (d.stride_spatial[i] != expected) return false;
+        expected *= d.spatial[i];
+    }
+    return true;
+}
+
+// Blocked internal layout into a channels-first buffer: a transpose per channel block, done in
+// tiles of pixels so that reads stay in L1 and writes are contiguous rows.
+template <typename In, typename Out>
+void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
+    const ChannelBlocked &a = c.internal, &b = c.user;
+    const int64_t blocks = (a.channels + a.block - 1) / a.block;
+    const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
+    constexpr int64_t kTile = 64;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t n = 0; n < a.batch; ++n) {
+        for (int64_t cb = 0; cb < blocks; ++cb) {
+            const int64_t c0 = cb * a.block, width = std::min(a.block, a.channels - c0);
+            const In *from = in + n * a.stride_n + cb * a.stride_block;
+            Out *to = out + n * b.stride_n + c0 * b.stride_block;
+            for (int64_t p0 = 0; p0 < pixels; p0 += kTile) {
+                const int64_t p1 = std::min(pixels, p0 + kTile);
+                for (int64_t k = 0; k < width; ++k) {
+                    const float beta = bias[c0 + k];
+                    Out *row = to + k * b.stride_block;
+                    for (int64_t p = p0; p < p1; ++p) {
+                        const float v = load(from, p * a.block + k) + beta;
+                        store(row, p, add ? load(row, p) + v : v);
+                    }
+                }
+            }
+        }
+    }
+}
+
 template <typename In, typename Out>
 void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
     const ChannelBlocked &a = c.internal, &b = c.user;
+    if (a.block > 1 && b.block == 1 && dense_spatial(a, a.block) && dense_spatial(b, 1))
+        return commit_blocked_to_planes(c, in, out, bias, add);
     const int64_t blocks = (a.channels + a.block - 1) / a.block;
     const int64_t s0 = a.spatial[0], s1 = a.spatial[1], s2 = a.spatial[2];
 #pragma omp parallel for collapse(2) schedule(static)
