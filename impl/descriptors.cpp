@@ -32,7 +32,7 @@ Geometry geometry(const Problem &p) {
         g.src.push_back(s.in_size[i]);
         g.dst.push_back(p.out_size()[i]);
         g.weights.push_back(s.kernel[i]);
-        g.strides.push_back(s.stride[i]);
+        g.strides.push_back(p.kernel_stride()[i]);
         g.dilation.push_back(s.dilate[i] - 1);
         g.pad_l.push_back(p.pad()[i]);
         // adj extends the high end; oneDNN accepts the resulting negative right padding.

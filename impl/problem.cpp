@@ -108,6 +108,7 @@ Problem::Problem(const Spec &spec) : spec_(spec) {
             adj_[i] = spec.adj[i];
         }
         out_size_[i] = full - 2 * pad_[i] + adj_[i];
+        kernel_stride_[i] = spec.in_size[i] == 1 ? adj_[i] + 1 : spec.stride[i];
         if (out_size_[i] < 1)
             fail_invalid("output size along dimension " + std::to_string(i) + " would be "
                     + std::to_string(out_size_[i]) + " (stride*(in_size-1)+dilate*(kernel-1)+1-2*pad+adj with "
@@ -146,7 +147,7 @@ std::vector<int64_t> Problem::signature() const {
     std::vector<int64_t> key{s.rank, s.batch, s.in_channels, s.out_channels, s.groups, s.bias,
             static_cast<int64_t>(s.dtype), static_cast<int64_t>(s.layout), static_cast<int64_t>(s.mode)};
     for (int i = 0; i < s.rank; ++i)
-        for (int64_t v : {s.in_size[i], s.kernel[i], s.stride[i], s.dilate[i], pad_[i], adj_[i]}) key.push_back(v);
+        for (int64_t v : {s.in_size[i], s.kernel[i], kernel_stride_[i], s.dilate[i], pad_[i], adj_[i]}) key.push_back(v);
     return key;
 }
 

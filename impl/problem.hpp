@@ -43,6 +43,9 @@ public:
     const Dims3 &out_size() const { return out_size_; }
     const Dims3 &pad() const { return pad_; } // effective, after target_shape inference
     const Dims3 &adj() const { return adj_; }
+    // The stride oneDNN is given: where in_size is 1 the stride multiplies nothing, yet some
+    // kernels spend time and memory proportional to it, so the smallest valid one (adj + 1).
+    const Dims3 &kernel_stride() const { return kernel_stride_; }
 
     int64_t src_elems() const { return src_elems_; }
     int64_t weights_elems() const { return weights_elems_; }
@@ -58,7 +61,7 @@ public:
 
 private:
     Spec spec_;
-    Dims3 out_size_{1, 1, 1}, pad_{0, 0, 0}, adj_{0, 0, 0};
+    Dims3 out_size_{1, 1, 1}, pad_{0, 0, 0}, adj_{0, 0, 0}, kernel_stride_{1, 1, 1};
     int64_t src_elems_ = 0, weights_elems_ = 0, dst_elems_ = 0;
 };
 

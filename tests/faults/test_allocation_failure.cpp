@@ -49,6 +49,7 @@ struct Buffers {
             std::vector<float> f(static_cast<size_t>(count));
             for (size_t i = 0; i < f.size(); ++i) f[i] = scale * float(int(i % 7) - 3);
             v.resize(size_t(count) * e);
+            if (v.empty()) return; // memcpy of nothing from an empty vector's NULL is undefined
             if (e == 4)
                 std::memcpy(v.data(), f.data(), v.size());
             else
