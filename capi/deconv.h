@@ -73,8 +73,9 @@ typedef enum deconv_pass {
 
 /* Problem description. Always start from deconv_params_init(): struct_size must equal
  * sizeof(deconv_params) of the header the caller was compiled with (this version accepts exactly
- * its own size). Any size above 2^31-1 (batch, channels, groups, every spatial value, and the full
- * output extent stride*(in-1)+dilate*(kernel-1)+1), and tensors above 2^40 bytes, are refused. */
+ * its own size). Batch, channels and groups above 2^31-1, spatial values (in_size, kernel, stride,
+ * pad, dilate, adj, target_shape, and the full output extent stride*(in-1)+dilate*(kernel-1)+1)
+ * above 2^24, and tensors above 2^40 bytes, are refused. */
 typedef struct deconv_params {
     size_t struct_size; /* sizeof(deconv_params), set by deconv_params_init */
     int32_t rank;       /* number of spatial dimensions: 1, 2 or 3 */

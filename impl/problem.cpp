@@ -62,8 +62,8 @@ Problem::Problem(const Spec &spec) : spec_(spec) {
         require_at_least(indexed("target_shape", i), spec.target_shape[i], 0);
         any_target = any_target || spec.target_shape[i] != 0;
     }
-    // oneDNN keeps many sizes in int: every size it sees must fit (and then no product here
-    // can overflow int64).
+    // oneDNN keeps many sizes in int, and handles long spatial dimensions badly: limits that keep
+    // it safe (and every product here far from overflowing int64).
     for (const auto &[name, v] : {std::pair<const char *, int64_t>{"batch", spec.batch},
                  {"in_channels", spec.in_channels}, {"out_channels", spec.out_channels}, {"groups", spec.groups}})
         if (v > kMaxDim) fail_invalid(std::string(name) + " = " + std::to_string(v) + "; must be <= " + std::to_string(kMaxDim));
@@ -71,15 +71,15 @@ Problem::Problem(const Spec &spec) : spec_(spec) {
         for (const auto &[name, v] : {std::pair<const char *, int64_t>{"in_size", spec.in_size[i]},
                      {"kernel", spec.kernel[i]}, {"stride", spec.stride[i]}, {"dilate", spec.dilate[i]},
                      {"pad", spec.pad[i]}, {"adj", spec.adj[i]}, {"target_shape", spec.target_shape[i]}})
-            if (v > kMaxDim)
-                fail_invalid(indexed(name, i) + " = " + std::to_string(v) + "; must be <= " + std::to_string(kMaxDim));
+            if (v > kMaxSpatial)
+                fail_invalid(indexed(name, i) + " = " + std::to_string(v) + "; must be <= " + std::to_string(kMaxSpatial));
         const int64_t full = spec.stride[i] * (spec.in_size[i] - 1) + spec.dilate[i] * (spec.kernel[i] - 1) + 1;
-        if (full > kMaxDim)
+        if (full > kMaxSpatial)
             fail_invalid("the full output along dimension " + std::to_string(i) + ", stride*(in_size-1)+dilate*(kernel-1)+1 = "
                     + std::to_string(full) + " with " + indexed("in_size", i) + " = " + std::to_string(spec.in_size[i]) + ", "
                     + indexed("kernel", i) + " = " + std::to_string(spec.kernel[i]) + ", " + indexed("stride", i) + " = "
                     + std::to_string(spec.stride[i]) + ", " + indexed("dilate", i) + " = " + std::to_string(spec.dilate[i])
-                    + "; must be <= " + std::to_string(kMaxDim));
+                    + "; must be <= " + std::to_string(kMaxSpatial));
     }
 
     for (int i = 0; i < r; ++i) {

@@ -30,8 +30,11 @@ struct Spec {
 
 // Tensors larger than this are refused before anything is allocated.
 constexpr int64_t kMaxTensorBytes = int64_t(1) << 40;
-// The largest size of any one dimension (and of the full output extent): oneDNN's int.
+// The largest batch or channel count: oneDNN's int.
 constexpr int64_t kMaxDim = 2147483647;
+// The largest spatial value (size, kernel, stride, dilate, pad, adj, target, full output extent):
+// oneDNN 2.6 overflows its stack creating some kernels for longer dimensions (seen at 2^24+2^16).
+constexpr int64_t kMaxSpatial = int64_t(1) << 24;
 
 class Problem {
 public:

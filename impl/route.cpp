@@ -73,6 +73,22 @@ private:
     std::deque<std::vector<int64_t>> order_;
 };
 
+bool is_reference(const Plan &plan) { return plan.impl.rfind("ref", 0) == 0; }
+
+// Timing runs each candidate a few times on full-size buffers: only for problems where that is
+// cheap next to creating the primitives. Larger ones take the native kernel without measuring.
+bool worth_timing(const Problem &problem, const Plan &a, const Plan &b) {
+    const Spec &s = problem.spec();
+    double flops = 2.0 * double(s.batch) * double(s.in_channels) * double(s.out_channels / s.groups);
+    for (int i = 0; i < s.rank; ++i) flops *= double(s.kernel[i]) * double(s.in_size[i]);
+    size_t bytes = a.workspace_bytes + b.workspace_bytes;
+    for (const Role &r : a.roles)
+        if (r.present) bytes += r.conversion.user.get_size();
+    constexpr double kMaxFlops = 1e11;              // well under a second per candidate run
+    constexpr size_t kMaxBytes = size_t(512) << 20; // caller-size buffers plus both workspaces
+    return flops <= kMaxFlops && bytes <= kMaxBytes;
+}
+
 Decisions &decisions() {
     static Decisions *d = new Decisions; // never destroyed: used until the process ends
     return *d;
@@ -99,9 +115,16 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
         decisions().remember(key, DataType::f32);
         return widened;
     }
-    // Native keeps a near tie: within 3% the difference is noise. Threads that measured the same
-    // new problem at once all take the first decision stored.
-    const bool f32_wins = seconds_per_call(*widened) < 0.97 * seconds_per_call(*native);
+    // A reference kernel is never timed (it can take minutes) when the other route has a real
+    // one. Native keeps a near tie: within 3% the difference is noise. Threads that measured the
+    // same new problem at once all take the first decision stored.
+    bool f32_wins;
+    if (is_reference(*native) != is_reference(*widened))
+        f32_wins = is_reference(*native);
+    else if (!worth_timing(problem, *native, *widened))
+        f32_wins = false;
+    else
+        f32_wins = seconds_per_call(*widened) < 0.97 * seconds_per_call(*native);
     return decisions().remember(key, f32_wins ? DataType::f32 : DataType::bf16) == DataType::f32 ? widened : native;
 }
 

@@ -68,8 +68,8 @@ MUT(layout_neg, p->layout = (deconv_layout)-1)
 MUT(mode_2, p->mode = (deconv_mode)2)
 MUT(mode_100, p->mode = (deconv_mode)100)
 /* Sizes whose element counts or output sizes do not fit in int64. */
-/* Every size must fit oneDNN's int: the full output extent 2*(2^30-1)+3 = 2^31+1 does not. */
-MUT(full_output_above_int, p->rank = 1; p->in_size[0] = (int64_t)1 << 30; p->kernel[0] = 3;
+/* Spatial extents are limited to 2^24: the full output extent 2*(2^23-1)+3 = 2^24+1 is not. */
+MUT(full_output_above_int, p->rank = 1; p->in_size[0] = (int64_t)1 << 23; p->kernel[0] = 3;
     p->stride[0] = 2; p->pad[0] = 0; p->adj[0] = 0; p->dilate[0] = 1; p->target_shape[0] = 0)
 MUT(in_size_above_int, p->in_size[1] = (int64_t)1 << 31)
 MUT(in_size_big_3d, p->rank = 3; p->in_size[0] = p->in_size[1] = p->in_size[2] = BIG)
@@ -133,9 +133,9 @@ static const param_case param_cases[] = {
     {"params: layout -1", mut_layout_neg, INVALID, "layout", "-1"},
     {"params: mode 2", mut_mode_2, INVALID, "mode", "2"},
     {"params: mode 100", mut_mode_100, INVALID, "mode", "100"},
-    {"params: full output extent 2^31+1 above oneDNN's int", mut_full_output_above_int, INVALID,
-     "in_size[0]", "2147483649"},
-    {"params: in_size[1] 2^31 above oneDNN's int", mut_in_size_above_int, INVALID, "in_size[1]",
+    {"params: full output extent 2^24+1 above the spatial limit", mut_full_output_above_int, INVALID,
+     "in_size[0]", "16777217"},
+    {"params: in_size[1] 2^31 above the spatial limit", mut_in_size_above_int, INVALID, "in_size[1]",
      "2147483648"},
     {"params: in_size 2^40 in 3 dims overflows element counts", mut_in_size_big_3d, INVALID,
      "in_size|src|dst", NULL},

@@ -1,0 +1,132 @@
+// Problems on which oneDNN 2.6 itself crashes or misbehaves, which the library must steer around
+// (see impl/descriptors.cpp and impl/problem.cpp): each must give the right numbers, quickly.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "deconv.h"
+#include "naive_deconv.hpp"
+
+namespace {
+
+// bf16 forward and all gradients of `np` against the reference on bf16-rounded inputs; outputs
+// are bf16-rounded once, so 2^-7 of the largest magnitude bounds the error (short reductions).
+void expect_bf16_matches_reference(const naive::Problem &np) {
+    if (!deconv_bf16_supported()) GTEST_SKIP() << "no bf16 on this CPU";
+    deconv_params p;
+    deconv_params_init(&p);
+    p.rank = np.rank;
+    p.batch = np.batch;
+    p.in_channels = np.in_channels;
+    p.out_channels = np.out_channels;
+    p.groups = np.groups;
+    for (int i = 0; i < 3; ++i) {
+        p.in_size[i] = np.in_size[i];
+        p.kernel[i] = np.kernel[i];
+        p.stride[i] = np.stride[i];
+        p.pad[i] = np.pad[i];
+        p.dilate[i] = np.dilate[i];
+        p.adj[i] = np.adj[i];
+    }
+    p.no_bias = np.bias ? 0 : 1;
+    p.dtype = DECONV_BF16;
+    p.mode = DECONV_TRAINING;
+    deconv *h = nullptr;
+    ASSERT_EQ(deconv_create(&p, &h), DECONV_OK) << deconv_last_error();
+
+    auto make = [](int64_t n, double scale) {
+        std::vector<double> v(static_cast<size_t>(n));
+        for (size_t i = 0; i < v.size(); ++i) v[i] = naive::bf16_round(scale * std::sin(0.7 * double(i) + 0.1));
+        return v;
+    };
+    auto to_bf16 = [](const std::vector<double> &v) {
+        std::vector<float> f(v.begin(), v.end());
+        std::vector<uint16_t> b(v.size());
+        deconv_f32_to_bf16(f.data(), b.data(), f.size());
+        return b;
+    };
+    auto expect_near = [](const char *what, const std::vector<uint16_t> &got, const std::vector<double> &want) {
+        std::vector<float> f(got.size());
+        deconv_bf16_to_f32(got.data(), f.data(), got.size());
+        double largest = 0;
+        for (double w : want) largest = std::max(largest, std::fabs(w));
+        for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(f[i], want[i], std::ldexp(largest, -7) + 1e-30) << what << "[" << i << "]";
+    };
+    const auto src = make(naive::src_elems(np), 1.0), w = make(naive::weights_elems(np), 0.5),
+               b = make(np.bias ? np.out_channels : 0, 0.25), dd = make(naive::dst_elems(np), 1.0);
+    const auto src16 = to_bf16(src), w16 = to_bf16(w), b16 = to_bf16(b), dd16 = to_bf16(dd);
+    std::vector<uint16_t> dst(dd.size()), dsrc(src.size()), dw(w.size()), db(b.size());
+    ASSERT_EQ(deconv_forward(h, src16.data(), w16.data(), np.bias ? b16.data() : nullptr, dst.data(), DECONV_REQ_WRITE),
+            DECONV_OK)
+            << deconv_last_error();
+    expect_near("dst", dst, naive::forward(np, src, w, b));
+    ASSERT_EQ(deconv_backward(h, src16.data(), w16.data(), dd16.data(), dsrc.data(), DECONV_REQ_WRITE, dw.data(),
+                      DECONV_REQ_WRITE, np.bias ? db.data() : nullptr, np.bias ? DECONV_REQ_WRITE : DECONV_REQ_NULL),
+            DECONV_OK)
+            << deconv_last_error();
+    expect_near("diff_src", dsrc, naive::backward_data(np, w, dd));
+    expect_near("diff_weights", dw, naive::backward_weights(np, src, dd));
+    if (np.bias) expect_near("diff_bias", db, naive::backward_bias(np, dd));
+    deconv_destroy(h);
+}
+
+// jit_deconvolution:avx512_core_amx_bf16 segfaults once the innermost stride reaches 48.
+TEST(OneDnnWorkarounds, Bf16LargeInnermostStride1D) {
+    naive::Problem np;
+    np.rank = 1;
+    np.in_channels = np.out_channels = 16;
+    np.in_size = {2, 1, 1};
+    np.stride = {64, 1, 1};
+    expect_bf16_matches_reference(np);
+}
+
+TEST(OneDnnWorkarounds, Bf16LargeInnermostStride2D) {
+    naive::Problem np;
+    np.rank = 2;
+    np.batch = 2;
+    np.in_channels = np.out_channels = 16;
+    np.in_size = {3, 3, 1};
+    np.kernel = {2, 2, 1};
+    np.stride = {2, 48, 1};
+    expect_bf16_matches_reference(np);
+}
+
+// The AMX weight gradient reads partial sums of kernel taps that meet no output from its
+// scratchpad: they must come out as zeros.
+TEST(OneDnnWorkarounds, Bf16WeightGradientOfTapsThatMeetNoOutput) {
+    naive::Problem np;
+    np.rank = 1;
+    np.batch = 3;
+    np.in_channels = 2;
+    np.out_channels = 5;
+    np.in_size = {1, 1, 1};
+    np.kernel = {2, 1, 1};
+    np.stride = {3, 1, 1};
+    np.pad = {1, 0, 0};
+    np.adj = {1, 0, 0};
+    expect_bf16_matches_reference(np);
+}
+
+// Where in_size is 1 the stride multiplies nothing; some kernels still spent time and memory in
+// proportion to it (minutes and gigabytes at 2^24).
+TEST(OneDnnWorkarounds, HugeStrideOverASingleInputIsCheap) {
+    if (!deconv_bf16_supported()) GTEST_SKIP() << "no bf16 on this CPU";
+    deconv_params p;
+    deconv_params_init(&p);
+    p.in_size[0] = 3;
+    p.in_size[1] = 1;
+    p.stride[0] = 4;
+    p.stride[1] = int64_t(1) << 24;
+    p.dtype = DECONV_BF16;
+    const auto start = std::chrono::steady_clock::now();
+    deconv *h = nullptr;
+    ASSERT_EQ(deconv_create(&p, &h), DECONV_OK) << deconv_last_error();
+    deconv_destroy(h);
+    // Generous: the point is seconds-and-gigabytes versus milliseconds.
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+}
+
+} // namespace
