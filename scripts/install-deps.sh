@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages the build and tests need, when any is missing.
 # As root it uses apt-get directly, otherwise sudo.
 set -euo pipefail
-packages=(cmake make g++ pkg-config libdnnl-dev libcmocka-dev libgtest-dev valgrind)
+# clang and libclang-rt-14-dev: the libFuzzer build of scripts/test.sh (clang's ASan runtime and
+# libFuzzer are in libclang-rt-14-dev, which clang does not pull in without recommends).
+packages=(cmake make g++ pkg-config libdnnl-dev libcmocka-dev libgtest-dev valgrind clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
