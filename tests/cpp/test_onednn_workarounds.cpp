@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "deconv.h"
+#include "harness.hpp"
 #include "naive_deconv.hpp"
 
 namespace {
@@ -15,24 +16,7 @@ namespace {
 // are bf16-rounded once, so 2^-7 of the largest magnitude bounds the error (short reductions).
 void expect_bf16_matches_reference(const naive::Problem &np) {
     if (!deconv_bf16_supported()) GTEST_SKIP() << "no bf16 on this CPU";
-    deconv_params p;
-    deconv_params_init(&p);
-    p.rank = np.rank;
-    p.batch = np.batch;
-    p.in_channels = np.in_channels;
-    p.out_channels = np.out_channels;
-    p.groups = np.groups;
-    for (int i = 0; i < 3; ++i) {
-        p.in_size[i] = np.in_size[i];
-        p.kernel[i] = np.kernel[i];
-        p.stride[i] = np.stride[i];
-        p.pad[i] = np.pad[i];
-        p.dilate[i] = np.dilate[i];
-        p.adj[i] = np.adj[i];
-    }
-    p.no_bias = np.bias ? 0 : 1;
-    p.dtype = DECONV_BF16;
-    p.mode = DECONV_TRAINING;
+    const deconv_params p = harness::make_params(np, DECONV_BF16);
     deconv *h = nullptr;
     ASSERT_EQ(deconv_create(&p, &h), DECONV_OK) << deconv_last_error();
 
