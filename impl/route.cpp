@@ -84,7 +84,7 @@ bool worth_timing(const Problem &problem, const Plan &a, const Plan &b) {
     size_t bytes = a.workspace_bytes + b.workspace_bytes;
     for (const Role &r : a.roles)
         if (r.present) bytes += r.conversion.user.get_size();
-    constexpr double kMaxFlops = 1e11;              // well under a second per candidate run
+    constexpr double kMaxFlops = 2e10;              // tens of milliseconds per candidate run
     constexpr size_t kMaxBytes = size_t(512) << 20; // caller-size buffers plus both workspaces
     return flops <= kMaxFlops && bytes <= kMaxBytes;
 }
@@ -115,12 +115,12 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
         decisions().remember(key, DataType::f32);
         return widened;
     }
-    // A reference kernel is never timed (it can take minutes) when the other route has a real
-    // one. Native keeps a near tie: within 3% the difference is noise. Threads that measured the
+    // A reference kernel is never timed (it can take minutes): the route with a real kernel
+    // wins, native when neither has one. Native keeps a near tie: within 3% the difference is noise. Threads that measured the
     // same new problem at once all take the first decision stored.
     bool f32_wins;
-    if (is_reference(*native) != is_reference(*widened))
-        f32_wins = is_reference(*native);
+    if (is_reference(*native) || is_reference(*widened))
+        f32_wins = is_reference(*native) && !is_reference(*widened);
     else if (!worth_timing(problem, *native, *widened))
         f32_wins = false;
     else
