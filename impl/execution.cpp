@@ -68,6 +68,11 @@ void reorder(const dnnl::reorder &r, dnnl::stream &stream, const dnnl::memory &f
     run(r, stream, args, 3);
 }
 
+// The primitive writes this output straight into the caller's buffer.
+bool in_place(const Plan &plan, const Role &r, const Tensor &t) {
+    return r.output && r.conversion.identical && t.req == Req::write && !plan.bias_in_commit;
+}
+
 void point_to(const dnnl::memory &memory, const void *data) {
     dnnl::error::wrap_c_api(dnnl_memory_set_data_handle_v2(memory.get(), const_cast<void *>(data), nullptr),
             "could not set a data handle");
@@ -99,10 +104,7 @@ void execute(const Plan &plan, const Tensors &tensors) {
         dnnl_memory_t used;
         if (!r.output && t.ready) {
             used = t.ready->get();
-        } else if (r.output && r.conversion.identical && t.req == Req::write && !plan.bias_in_commit) {
-            point_to(b.user[i], t.user); // the primitive writes straight into the caller's buffer
-            used = b.user[i].get();
-        } else if (!r.output && r.conversion.identical) {
+        } else if (in_place(plan, r, t) || (!r.output && r.conversion.identical)) {
             point_to(b.user[i], t.user);
             used = b.user[i].get();
         } else if (!r.output) {
@@ -131,7 +133,7 @@ void execute(const Plan &plan, const Tensors &tensors) {
         const Role &r = plan.roles[i];
         const Tensor &t = tensors[i];
         if (!r.present || !r.output || t.req == Req::null) continue;
-        if (r.conversion.identical && t.req == Req::write && !plan.bias_in_commit) continue; // written in place
+        if (in_place(plan, r, t)) continue;
         if (plan.bias_in_commit) {
             stream.wait();
             commit_output(plan.commit, workspace + r.internal_offset, const_cast<void *>(t.user), commit_bias,
