@@ -33,7 +33,8 @@
  *   then ops: op byte (% 11) followed by its argument bytes (see run_op).
  *
  * Reproducing a finding: build-fuzz/tests/fuzz/deconv_fuzz FILE runs one input;
- * DECONV_FUZZ_VERBOSE=1 prints its problem and every call first.
+ * DECONV_FUZZ_VERBOSE=1 prints its problem and every call first; DECONV_FUZZ_GUARD_PAGES=1 puts
+ * every buffer against a guard page (see alloc_buffers).
  */
 #include <deconv.h>
 
@@ -280,6 +281,11 @@ static void check_untouched(state *st, const char *call, unsigned mask) {
 }
 
 static void alloc_buffers(state *st, uint8_t mode) {
+    /* DECONV_FUZZ_GUARD_PAGES=1: every buffer ends at a guard page, whatever the input says (an
+     * overrun by uninstrumented code then faults at once instead of depending on heap layout) */
+    static int force_guard = -1;
+    if (force_guard < 0) force_guard = getenv("DECONV_FUZZ_GUARD_PAGES") != NULL;
+    if (force_guard) mode |= 1;
     const int bf16 = st->p.dtype == DECONV_BF16;
     const size_t es = bf16 ? 2 : 4;
     const int64_t n[NBUF] = {st->sz.src, st->sz.weights, st->sz.bias, st->sz.dst,
