@@ -2,6 +2,7 @@
 
 #include "engine.hpp"
 #include "error.hpp"
+#include "onednn_defects.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -61,21 +62,26 @@ struct Chosen {
 // The first implementation oneDNN offers that is not a reference kernel and whose code can be
 // generated (a JIT kernel may refuse extreme strides or dilations only when it is built); with
 // format any the list is already ordered by expected speed. A reference kernel is taken only
-// when nothing else builds.
+// when nothing else builds. Reaching a kernel known to be defective for the problem makes the
+// problem unsupported in this data type (route.cpp then computes bf16 in f32).
 template <typename PD, typename Prim, typename MakePD>
-Chosen<PD, Prim> choose_implementation(MakePD make_pd) {
+Chosen<PD, Prim> choose_implementation(Pass pass, const Spec &spec, MakePD make_pd) {
     PD pd = make_pd();
     int first_reference = -1;
     std::string last_failure;
     for (int index = 0;; ++index) {
-        if (!is_reference(pd.impl_info_str()) || first_reference < 0) {
+        const std::string impl = pd.impl_info_str();
+        // Not skipped: stepping the iterator past such a kernel can itself crash.
+        if (known_defective(impl, pass, spec))
+            throw Error(Status::unsupported, "oneDNN 2.6's " + impl + " fails for this problem");
+        if (!is_reference(impl) || first_reference < 0) {
             try {
                 Prim primitive(pd);
-                if (!is_reference(pd.impl_info_str())) return {pd, primitive};
+                if (!is_reference(impl)) return {pd, primitive};
                 first_reference = index;
             } catch (const dnnl::error &e) {
                 if (e.status == dnnl_out_of_memory) throw;
-                last_failure = std::string(pd.impl_info_str()) + ": " + e.what();
+                last_failure = impl + ": " + e.what();
                 // oneDNN 2.6 may crash stepping an iterator whose primitive failed to build:
                 // step a fresh one to the same place instead.
                 pd = make_pd();
@@ -141,9 +147,10 @@ size_t scratchpad_size(const dnnl::primitive_desc_base &pd) { return pd.scratchp
 
 using ForwardChoice = Chosen<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>;
 
-ForwardChoice forward_pd(const Geometry &g, dt type, bool bias, dnnl::prop_kind kind) {
+ForwardChoice forward_pd(const Spec &spec, const Geometry &g, dt type, bool bias, dnnl::prop_kind kind) {
     const memory::desc bias_desc = bias ? memory::desc(g.bias, dt::f32, tag::a) : memory::desc();
-    return choose_implementation<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>([&] {
+    return choose_implementation<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>(
+            Pass::forward, spec, [&] {
         dnnl::deconvolution_forward::desc d(kind, dnnl::algorithm::deconvolution_direct, any_desc(g.src, type),
                 any_desc(g.weights, type), bias_desc, any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
         return dnnl::deconvolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
@@ -159,10 +166,10 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
     const Spec &s = p.spec();
     const auto kind = s.mode == Mode::training ? dnnl::prop_kind::forward_training
                                                : dnnl::prop_kind::forward_inference;
-    ForwardChoice chosen = forward_pd(g, type, s.bias, kind);
+    ForwardChoice chosen = forward_pd(p.spec(), g, type, s.bias, kind);
     const memory::desc user_dst = user_data_desc(p, true);
     if (s.bias && !bias_is_free_in(chosen.pd.impl_info_str())) {
-        ForwardChoice unbiased = forward_pd(g, type, false, kind);
+        ForwardChoice unbiased = forward_pd(p.spec(), g, type, false, kind);
         OutputCommit commit{describe(unbiased.pd.dst_desc()), describe(user_dst)};
         // Only when the same kernel runs without the bias and the layouts suit the commit.
         if (commit.usable() && std::string(unbiased.pd.impl_info_str()) == chosen.pd.impl_info_str()) {
@@ -184,9 +191,9 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
 }
 
 void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type) {
-    const auto hint = forward_pd(g, type, false, dnnl::prop_kind::forward_training).pd;
+    const auto hint = forward_pd(p.spec(), g, type, false, dnnl::prop_kind::forward_training).pd;
     auto chosen = choose_implementation<dnnl::deconvolution_backward_data::primitive_desc,
-            dnnl::deconvolution_backward_data>([&] {
+            dnnl::deconvolution_backward_data>(Pass::backward_data, p.spec(), [&] {
         dnnl::deconvolution_backward_data::desc d(dnnl::algorithm::deconvolution_direct, any_desc(g.src, type),
                 any_desc(g.weights, type), any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
         return dnnl::deconvolution_backward_data::primitive_desc(d, user_scratchpad(), cpu_engine(), hint);
@@ -202,12 +209,12 @@ void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type
 
 void make_backward_weights(Plan &plan, const Problem &p, const Geometry &g, dt type) {
     const Spec &s = p.spec();
-    const auto hint = forward_pd(g, type, s.bias, dnnl::prop_kind::forward_training).pd;
+    const auto hint = forward_pd(p.spec(), g, type, s.bias, dnnl::prop_kind::forward_training).pd;
     // Weight gradients are produced in f32 even for bf16 problems, so that accumulation into the
     // caller's bf16 buffer rounds once.
     const memory::desc bias = s.bias ? memory::desc(g.bias, dt::f32, tag::a) : memory::desc();
     auto chosen = choose_implementation<dnnl::deconvolution_backward_weights::primitive_desc,
-            dnnl::deconvolution_backward_weights>([&] {
+            dnnl::deconvolution_backward_weights>(Pass::backward_weights, s, [&] {
         dnnl::deconvolution_backward_weights::desc d(dnnl::algorithm::deconvolution_direct, any_desc(g.src, type),
                 any_desc(g.weights, dt::f32), bias, any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
         return dnnl::deconvolution_backward_weights::primitive_desc(d, user_scratchpad(), cpu_engine(), hint);

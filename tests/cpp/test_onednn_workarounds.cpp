@@ -94,6 +94,31 @@ TEST(OneDnnWorkarounds, Bf16WeightGradientOfTapsThatMeetNoOutput) {
     expect_bf16_matches_reference(np);
 }
 
+// brgconv:avx512_core_amx_bf16 reads a NULL pointer running backward data once
+// out_channels / groups exceeds 5120 (kernel > 1); found by the fuzzer at 65536.
+TEST(OneDnnWorkarounds, Bf16BackwardDataOverWideOutputChannels) {
+    naive::Problem np;
+    np.rank = 1;
+    np.in_channels = 1;
+    np.out_channels = 5136;
+    np.in_size = {1, 1, 1};
+    np.kernel = {2, 1, 1};
+    np.stride = {3, 1, 1};
+    expect_bf16_matches_reference(np);
+}
+
+TEST(OneDnnWorkarounds, Bf16BackwardDataOverWideOutputChannelsGrouped2D) {
+    naive::Problem np;
+    np.rank = 2;
+    np.batch = 2;
+    np.groups = 2;
+    np.in_channels = 4;
+    np.out_channels = 2 * 6144;
+    np.in_size = {2, 3, 1};
+    np.kernel = {2, 2, 1};
+    expect_bf16_matches_reference(np);
+}
+
 // Where in_size is 1 the stride multiplies nothing; some kernels still spent time and memory in
 // proportion to it (minutes and gigabytes at 2^24).
 TEST(OneDnnWorkarounds, HugeStrideOverASingleInputIsCheap) {

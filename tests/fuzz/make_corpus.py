@@ -142,6 +142,9 @@ seeds = {
     "regress_huge_pad": params(rank=1, batch=1, icg=1, ocg=1, in_size=(2, 1, 1), kernel=(3, 1, 1),
                                stride=(1500000000, 1, 1), pad=(749999998, 0, 0), adj=(0, 0, 0))
                         + forward(0x00),                                         # INTERNAL_ERROR
+    "regress_amx_bwd_data_65536_channels": params(rank=1, dtype=1, layout=1, batch=1, icg=1, ocg=("raw", 65536),
+                                                  in_size=(1, 1, 1), kernel=(2, 1, 1), stride=(3, 1, 1),
+                                                  pad=(0, 0, 0), adj=(0, 0, 0)) + forward(0x00),  # SEGV in oneDNN
     "regress_route_timing_big": params(dtype=1, layout=1, groups=2, icg=2, ocg=2, in_size=(4, 2**22, 1),
                                        kernel=(3, 1, 1), stride=(2, 1, 1), pad=(1, 0, 0), adj=(1, 0, 0))
                                 + forward(0x00),                                 # GBs inside deconv_create
