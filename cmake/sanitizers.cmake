@@ -42,6 +42,13 @@ if(DECONV_FUZZ)
   get_filename_component(DECONV_CLANG_RUNTIME_DIR ${DECONV_CLANG_ASAN_RUNTIME} DIRECTORY)
   # That runtime lives outside the loader's search path.
   add_link_options(-Wl,-rpath,${DECONV_CLANG_RUNTIME_DIR})
+  # OpenMP from libgomp, as in the gcc build and as oneDNN uses it: clang's default (libomp)
+  # would put two OpenMP runtimes in one process. Preset for find_package(OpenMP).
+  set(OpenMP_C_FLAGS "-fopenmp=libgomp" CACHE STRING "")
+  set(OpenMP_CXX_FLAGS "-fopenmp=libgomp" CACHE STRING "")
+  set(OpenMP_C_LIB_NAMES "gomp" CACHE STRING "")
+  set(OpenMP_CXX_LIB_NAMES "gomp" CACHE STRING "")
+  find_library(OpenMP_gomp_LIBRARY NAMES gomp libgomp.so.1)
 elseif(DECONV_SANITIZE)
   add_compile_options(${DECONV_ASAN_FLAGS})
   add_link_options(-fsanitize=address,undefined)
