@@ -9,6 +9,12 @@ bool known_defective(const std::string &impl, Pass pass, const Spec &spec) {
     if (pass == Pass::backward_data && impl == "brgconv:avx512_core_amx_bf16" &&
         spec.out_channels / spec.groups > 4096)
         return true;
+    // jit_deconvolution:avx512_core_amx_bf16 takes time in the square of the dilation (0.9 s
+    // against 0.02 s in f32 at 8192, minutes at 65536), and the route would time it. It is also
+    // the hint of the backward passes, which therefore compute in f32 too.
+    if (impl == "jit_deconvolution:avx512_core_amx_bf16")
+        for (int i = 0; i < spec.rank; ++i)
+            if (spec.dilate[i] > 1024) return true;
     return false;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// oneDNN 2.6 kernels that crash for some geometries. Implementation selection refuses a problem
-// whose pass would reach one (bf16 problems then compute that pass in f32); each case has a
-// regression test in tests/cpp/test_onednn_workarounds.cpp.
+// oneDNN 2.6 kernels that crash, or take minutes, for some geometries. Implementation selection
+// refuses a problem whose pass would reach one (bf16 problems then compute that pass in f32);
+// each case has a regression test in tests/cpp/test_onednn_workarounds.cpp.
 
 #include "problem.hpp"
 

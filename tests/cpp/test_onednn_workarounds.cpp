@@ -119,6 +119,23 @@ TEST(OneDnnWorkarounds, Bf16BackwardDataOverWideOutputChannelsGrouped2D) {
     expect_bf16_matches_reference(np);
 }
 
+// jit_deconvolution:avx512_core_amx_bf16 takes time in the square of the dilation: minutes at
+// 65536, which deconv_create would spend timing it.
+TEST(OneDnnWorkarounds, Bf16LargeDilationIsCheap) {
+    naive::Problem np;
+    np.rank = 2;
+    np.in_size = {5, 2, 1};
+    np.kernel = {5, 2, 1};
+    np.stride = {2, 1, 1};
+    np.pad = {1, 0, 0};
+    np.adj = {1, 0, 0};
+    np.dilate = {16384, 1, 1};
+    const auto start = std::chrono::steady_clock::now();
+    expect_bf16_matches_reference(np);
+    // Generous: the point is seconds versus milliseconds.
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+}
+
 // Where in_size is 1 the stride multiplies nothing; some kernels still spent time and memory in
 // proportion to it (minutes and gigabytes at 2^24).
 TEST(OneDnnWorkarounds, HugeStrideOverASingleInputIsCheap) {
@@ -136,6 +153,29 @@ TEST(OneDnnWorkarounds, HugeStrideOverASingleInputIsCheap) {
     deconv_destroy(h);
     // Generous: the point is seconds-and-gigabytes versus milliseconds.
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+}
+
+// The geometry of sweep shard 7 that crashed under ASan: oneDNN 2.6 routes its bf16 backward data
+// to brgconv:avx512_core_amx_bf16, whose kernel generation reads 8 bytes past a heap block.
+// Sanitizer builds steer to another kernel (impl/descriptors.cpp); every build must stay exact.
+TEST(OneDnnWorkarounds, Bf16BackwardDataBrgemmOverread3D) {
+    naive::Problem np;
+    np.rank = 3;
+    np.in_channels = np.out_channels = 4;
+    np.in_size = {4, 2, 4};
+    np.kernel = {3, 3, 3};
+    np.stride = {2, 3, 2};
+    np.pad = {2, 2, 2};
+    np.adj = {1, 2, 0};
+    expect_bf16_matches_reference(np);
+#if defined(__SANITIZE_ADDRESS__) || defined(DECONV_AVOID_OVERREADING_KERNEL)
+    const deconv_params p = harness::make_params(np, DECONV_BF16);
+    deconv *h = nullptr;
+    ASSERT_EQ(deconv_create(&p, &h), DECONV_OK) << deconv_last_error();
+    EXPECT_EQ(std::string(deconv_impl_name(h, DECONV_PASS_BACKWARD_DATA)).find("brgconv:avx512_core_amx_bf16"),
+            std::string::npos);
+    deconv_destroy(h);
+#endif
 }
 
 } // namespace
