@@ -3,6 +3,7 @@
 #include "engine.hpp"
 #include "error.hpp"
 #include "onednn_defects.hpp"
+#include "threads.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -314,6 +315,8 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute) {
     plan.id = next_id++;
     plan.pass = pass;
     plan.compute = compute;
+    plan.single_threaded = runs_single_threaded(p);
+    SingleThreaded scope(plan.single_threaded);
     switch (pass) {
     case Pass::forward: make_forward(plan, p, g, type); break;
     case Pass::backward_data: make_backward_data(plan, p, g, type); break;

@@ -56,6 +56,7 @@ struct Plan {
     // Forward only: the bias is added while the output is committed (not by the primitive).
     bool bias_in_commit = false;
     OutputCommit commit; // valid when bias_in_commit
+    bool single_threaded = false; // built, and to be run, under SingleThreaded (threads.hpp)
 };
 
 Plan make_plan(const Problem &problem, Pass pass, DataType compute);

@@ -1,6 +1,7 @@
 #include "execution.hpp"
 
 #include "engine.hpp"
+#include "threads.hpp"
 #include "workspace.hpp"
 
 #include <algorithm>
@@ -89,6 +90,7 @@ void prepare(std::initializer_list<const Plan *> plans) {
 }
 
 void execute(const Plan &plan, const Tensors &tensors) {
+    SingleThreaded scope(plan.single_threaded);
     char *workspace = thread_workspace(plan.workspace_bytes);
     Binding &b = bind(plan, workspace);
     dnnl::stream &stream = thread_stream();

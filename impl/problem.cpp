@@ -129,6 +129,12 @@ Problem::Problem(const Spec &spec) : spec_(spec) {
     dst_elems_ = checked_elems("dst", {spec.batch, spec.out_channels, o[0], r > 1 ? o[1] : one, r > 2 ? o[2] : one}, 4);
 }
 
+double Problem::flops() const {
+    double flops = 2.0 * double(spec_.batch) * double(spec_.in_channels) * double(spec_.out_channels / spec_.groups);
+    for (int i = 0; i < spec_.rank; ++i) flops *= double(spec_.kernel[i]) * double(spec_.in_size[i]);
+    return flops;
+}
+
 bool Problem::has_dead_taps() const {
     const Spec &s = spec_;
     for (int d = 0; d < s.rank; ++d) {

@@ -56,6 +56,9 @@ public:
     int64_t dst_elems() const { return dst_elems_; }
     size_t element_bytes() const { return spec_.dtype == DataType::f32 ? 4 : 2; }
 
+    // Multiply-adds times two of one pass (the three passes do the same number).
+    double flops() const;
+
     // Whether some kernel tap meets no output position (its weight gradient is an empty sum).
     bool has_dead_taps() const;
 

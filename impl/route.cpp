@@ -78,9 +78,7 @@ bool is_reference(const Plan &plan) { return plan.impl.rfind("ref", 0) == 0; }
 // Timing runs each candidate a few times on full-size buffers: only for problems where that is
 // cheap next to creating the primitives. Larger ones take the native kernel without measuring.
 bool worth_timing(const Problem &problem, const Plan &a, const Plan &b) {
-    const Spec &s = problem.spec();
-    double flops = 2.0 * double(s.batch) * double(s.in_channels) * double(s.out_channels / s.groups);
-    for (int i = 0; i < s.rank; ++i) flops *= double(s.kernel[i]) * double(s.in_size[i]);
+    const double flops = problem.flops();
     size_t bytes = a.workspace_bytes + b.workspace_bytes;
     for (const Role &r : a.roles)
         if (r.present) bytes += r.conversion.user.get_size();
