@@ -4,7 +4,8 @@
 set -euo pipefail
 # clang and libclang-rt-14-dev: the libFuzzer build of scripts/test.sh (clang's ASan runtime and
 # libFuzzer are in libclang-rt-14-dev, which clang does not pull in without recommends).
-packages=(cmake make g++ pkg-config libdnnl-dev libcmocka-dev libgtest-dev valgrind clang libclang-rt-14-dev)
+packages=(cmake make g++ pkg-config libdnnl-dev libcmocka-dev libgtest-dev valgrind clang libclang-rt-14-dev
+          swig default-jdk-headless junit5 mono-devel mono-mcs nunit-console libnunit-cil-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -51,7 +51,7 @@ for b in $builds; do
         # Leak checking is on (LSan, at exit of every test process). abort_on_error: a report
         # ends the test with a signal, which CTest counts as a failure whatever the test's own
         # exit code; -fno-sanitize-recover=all does the same for UBSan.
-        configure=(-DDECONV_SANITIZE=ON -DDECONV_BUILD_BENCH=OFF); targets=(); select=()
+        configure=(-DDECONV_SANITIZE=ON -DDECONV_BUILD_BENCH=OFF -DDECONV_BUILD_BINDINGS=OFF); targets=(); select=()
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             suite asan "$build-asan"
@@ -59,12 +59,12 @@ for b in $builds; do
     tsan)
         # Only what the tsan entries need; their options (OMP_NUM_THREADS=1, TSAN_OPTIONS) are
         # in cmake/sanitizers.cmake with the reason.
-        configure=(-DDECONV_SANITIZE_THREAD=ON -DDECONV_BUILD_BENCH=OFF); targets=(deconv_tsan_tests)
+        configure=(-DDECONV_SANITIZE_THREAD=ON -DDECONV_BUILD_BENCH=OFF -DDECONV_BUILD_BINDINGS=OFF); targets=(deconv_tsan_tests)
         select=(-L tsan)
         suite tsan "$build-tsan"
         ;;
     fuzz)
-        configure=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DDECONV_FUZZ=ON -DDECONV_BUILD_BENCH=OFF)
+        configure=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DDECONV_FUZZ=ON -DDECONV_BUILD_BENCH=OFF -DDECONV_BUILD_BINDINGS=OFF)
         targets=(deconv_fuzz); select=(-L fuzz)
         suite fuzz "$build-fuzz"
         ;;
