@@ -1,0 +1,41 @@
+package deconv.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import deconv.CacheStats;
+import deconv.DeconvLibrary;
+import deconv.DeconvNativeConstants;
+import deconv.Deconvolution;
+import org.junit.jupiter.api.Test;
+
+/** Version and the process-wide primitive cache. */
+class LibraryTest {
+    @Test
+    void versionOfTheLoadedLibraryMatchesTheHeader() {
+        assertEquals(DeconvNativeConstants.DECONV_VERSION, DeconvLibrary.version());
+        assertEquals(DeconvNativeConstants.DECONV_VERSION_MAJOR + "." + DeconvNativeConstants.DECONV_VERSION_MINOR + "."
+                + DeconvNativeConstants.DECONV_VERSION_PATCH, DeconvLibrary.versionString());
+    }
+
+    @Test
+    void cacheCountsHitsAndMisses() {
+        long capacity = DeconvLibrary.cacheCapacity();
+        try {
+            DeconvLibrary.setCacheCapacity(8);
+            assertEquals(8, DeconvLibrary.cacheCapacity());
+            DeconvLibrary.clearCache();
+            CacheStats zero = DeconvLibrary.cacheStats();
+            assertEquals(0, zero.hits());
+            assertEquals(0, zero.misses());
+            assertEquals(0, zero.entries());
+            new Deconvolution(ErrorsTest.small()).close();
+            new Deconvolution(ErrorsTest.small()).close();
+            CacheStats s = DeconvLibrary.cacheStats();
+            assertTrue(s.misses() >= 1 && s.hits() >= 1 && s.entries() >= 1, s.toString());
+            ErrorsTest.fails(deconv.Status.INVALID_ARGUMENT, "capacity", () -> DeconvLibrary.setCacheCapacity(-1));
+        } finally {
+            DeconvLibrary.setCacheCapacity(capacity);
+        }
+    }
+}
