@@ -2,7 +2,8 @@
 
 #include "engine.hpp"
 #include "error.hpp"
-#include "onednn_defects.hpp"
+#include "gemm_formulation.hpp"
+#include "plan_building.hpp"
 #include "threads.hpp"
 
 #include <algorithm>
@@ -44,89 +45,6 @@ Geometry geometry(const Problem &p) {
 }
 
 memory::desc any_desc(const memory::dims &dims, dt type) { return memory::desc(dims, type, tag::any); }
-
-bool is_reference(const std::string &impl) { return impl.rfind("ref", 0) == 0; }
-
-dnnl::primitive_attr user_scratchpad() {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    return attr;
-}
-
-// A primitive descriptor and the primitive built from it.
-template <typename PD, typename Prim>
-struct Chosen {
-    PD pd;
-    Prim primitive;
-};
-
-// The first implementation oneDNN offers that is not a reference kernel and whose code can be
-// generated (a JIT kernel may refuse extreme strides or dilations only when it is built); with
-// format any the list is already ordered by expected speed. A reference kernel is taken only
-// when nothing else builds. Reaching a kernel known to be defective for the problem makes the
-// problem unsupported in this data type (route.cpp then computes bf16 in f32).
-template <typename PD, typename Prim, typename MakePD>
-Chosen<PD, Prim> choose_implementation(Pass pass, const Spec &spec, MakePD make_pd) {
-    PD pd = make_pd();
-    int first_reference = -1;
-    std::string last_failure;
-    for (int index = 0;; ++index) {
-        const std::string impl = pd.impl_info_str();
-        // Not skipped: stepping the iterator past such a kernel can itself crash.
-        if (known_defective(impl, pass, spec))
-            throw Error(Status::unsupported, "oneDNN 2.6's " + impl + " fails for this problem");
-        if (!is_reference(impl) || first_reference < 0) {
-            try {
-                Prim primitive(pd);
-                if (!is_reference(impl)) return {pd, primitive};
-                first_reference = index;
-            } catch (const dnnl::error &e) {
-                if (e.status == dnnl_out_of_memory) throw;
-                last_failure = impl + ": " + e.what();
-                // oneDNN 2.6 may crash stepping an iterator whose primitive failed to build:
-                // step a fresh one to the same place instead.
-                pd = make_pd();
-                for (int i = 0; i < index; ++i) pd.next_impl();
-            }
-        }
-        if (!pd.next_impl()) break;
-    }
-    if (first_reference < 0)
-        throw Error(Status::unsupported, "oneDNN could not build a kernel for this problem (" + last_failure + ")");
-    pd = make_pd(); // next_impl() consumed the iterator
-    for (int i = 0; i < first_reference; ++i) pd.next_impl();
-    return {pd, Prim(pd)};
-}
-
-dnnl::reorder make_reorder(const memory::desc &from, const memory::desc &to, bool accumulate, size_t &scratch) {
-    dnnl::primitive_attr attr = user_scratchpad();
-    if (accumulate) {
-        dnnl::post_ops ops;
-        ops.append_sum(1.f);
-        attr.set_post_ops(ops);
-    }
-    const auto &eng = cpu_engine();
-    dnnl::reorder::primitive_desc pd(eng, from, eng, to, attr);
-    scratch = std::max(scratch, pd.scratchpad_desc().get_size());
-    return dnnl::reorder(pd);
-}
-
-// Adds a role; its reorders' scratchpad needs go into plan.scratchpad_bytes.
-void add_role(Plan &plan, int index, int arg, bool output, const memory::desc &user, const memory::desc &internal) {
-    Role &r = plan.roles[index];
-    r.present = true;
-    r.output = output;
-    r.arg = arg;
-    r.conversion.user = user;
-    r.conversion.internal = internal;
-    r.conversion.identical = user == internal;
-    Conversion &c = r.conversion;
-    if (!output && !c.identical) c.to_internal = make_reorder(user, internal, false, plan.scratchpad_bytes);
-    if (output) {
-        if (!c.identical) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
-        c.add_to_user = make_reorder(internal, user, true, plan.scratchpad_bytes);
-    }
-}
 
 // Scratchpad first, then an internal copy for every converted input and every output (an
 // output in the caller's layout still needs one for an add request).
@@ -317,6 +235,10 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute) {
     plan.compute = compute;
     plan.single_threaded = runs_single_threaded(p);
     SingleThreaded scope(plan.single_threaded);
+    if (is_matrix_product(p) && make_matrix_product(plan, p, pass, type)) {
+        lay_out_workspace(plan);
+        return plan;
+    }
     switch (pass) {
     case Pass::forward: make_forward(plan, p, g, type); break;
     case Pass::backward_data: make_backward_data(plan, p, g, type); break;

@@ -19,6 +19,7 @@ namespace libdeconv {
 struct Conversion {
     dnnl::memory::desc user, internal;
     bool identical = false; // the primitive uses the caller's layout: no copy at all
+    int64_t repeat = 0;     // > 0: internal = each user element `repeat` times, in f32 (no reorder)
     dnnl::reorder to_internal, to_user, add_to_user; // as applicable to the tensor's role
 };
 
@@ -57,6 +58,8 @@ struct Plan {
     bool bias_in_commit = false;
     OutputCommit commit; // valid when bias_in_commit
     bool single_threaded = false; // built, and to be run, under SingleThreaded (threads.hpp)
+    // Backward weights: the primitive gives no bias gradient; the caller reduces diff_dst for it.
+    bool bias_gradient_apart = false;
 };
 
 Plan make_plan(const Problem &problem, Pass pass, DataType compute);

@@ -1,5 +1,6 @@
 #include "execution.hpp"
 
+#include "bf16.hpp"
 #include "engine.hpp"
 #include "threads.hpp"
 #include "workspace.hpp"
@@ -89,6 +90,15 @@ void prepare(std::initializer_list<const Plan *> plans) {
     thread_stream();
 }
 
+void fill_repeated(const Conversion &c, const void *user, float *internal) {
+    const int64_t count = c.user.dims()[0];
+    const bool bf16 = c.user.data_type() == dnnl::memory::data_type::bf16;
+    for (int64_t i = 0; i < count; ++i) {
+        const float v = bf16 ? bf16_to_f32(static_cast<const uint16_t *>(user)[i]) : static_cast<const float *>(user)[i];
+        std::fill_n(internal + i * c.repeat, c.repeat, v);
+    }
+}
+
 void execute(const Plan &plan, const Tensors &tensors) {
     SingleThreaded scope(plan.single_threaded);
     char *workspace = thread_workspace(plan.workspace_bytes);
@@ -109,6 +119,9 @@ void execute(const Plan &plan, const Tensors &tensors) {
         } else if (in_place(plan, r, t) || (!r.output && r.conversion.identical)) {
             point_to(b.user[i], t.user);
             used = b.user[i].get();
+        } else if (!r.output && r.conversion.repeat > 0) {
+            fill_repeated(r.conversion, t.user, static_cast<float *>(b.internal[i].get_data_handle()));
+            used = b.internal[i].get();
         } else if (!r.output) {
             point_to(b.user[i], t.user);
             reorder(r.conversion.to_internal, stream, b.user[i], b.internal[i], b.scratchpad);

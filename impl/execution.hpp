@@ -24,6 +24,9 @@ using Tensors = std::array<Tensor, kMaxRoles>;
 
 void execute(const Plan &plan, const Tensors &tensors);
 
+// The internal copy of an input whose conversion repeats elements (Conversion::repeat > 0).
+void fill_repeated(const Conversion &conversion, const void *user, float *internal);
+
 // Everything a run of these plans allocates on this thread, done up front, so that a call that
 // runs several plans cannot fail after it wrote an output.
 void prepare(std::initializer_list<const Plan *> plans);

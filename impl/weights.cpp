@@ -1,6 +1,7 @@
 #include "weights.hpp"
 
 #include "engine.hpp"
+#include "execution.hpp"
 
 #include <cstring>
 
@@ -12,6 +13,10 @@ dnnl::memory pack(const Role &role, const void *data, size_t scratchpad_bytes) {
     const Conversion &c = role.conversion;
     const dnnl::engine &eng = cpu_engine();
     dnnl::memory packed(c.internal, eng);
+    if (c.repeat > 0) {
+        fill_repeated(c, data, static_cast<float *>(packed.get_data_handle()));
+        return packed;
+    }
     if (c.identical) {
         std::memcpy(packed.get_data_handle(), data, c.user.get_size());
         return packed;

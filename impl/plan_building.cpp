@@ -1,0 +1,53 @@
+#include "plan_building.hpp"
+
+#include "engine.hpp"
+
+#include <algorithm>
+
+namespace libdeconv {
+namespace {
+
+dnnl::reorder make_reorder(const dnnl::memory::desc &from, const dnnl::memory::desc &to, bool accumulate,
+        size_t &scratch) {
+    dnnl::primitive_attr attr = user_scratchpad();
+    if (accumulate) {
+        dnnl::post_ops ops;
+        ops.append_sum(1.f);
+        attr.set_post_ops(ops);
+    }
+    const auto &eng = cpu_engine();
+    dnnl::reorder::primitive_desc pd(eng, from, eng, to, attr);
+    scratch = std::max(scratch, pd.scratchpad_desc().get_size());
+    return dnnl::reorder(pd);
+}
+
+} // namespace
+
+bool is_reference(const std::string &impl) { return impl.rfind("ref", 0) == 0; }
+
+dnnl::primitive_attr user_scratchpad() {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return attr;
+}
+
+void add_role(Plan &plan, int index, int arg, bool output, const dnnl::memory::desc &user,
+        const dnnl::memory::desc &internal, int64_t repeat) {
+    Role &r = plan.roles[index];
+    r.present = true;
+    r.output = output;
+    r.arg = arg;
+    Conversion &c = r.conversion;
+    c.user = user;
+    c.internal = internal;
+    c.repeat = repeat;
+    c.identical = repeat == 0 && user == internal;
+    if (repeat > 0) return;
+    if (!output && !c.identical) c.to_internal = make_reorder(user, internal, false, plan.scratchpad_bytes);
+    if (output) {
+        if (!c.identical) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
+        c.add_to_user = make_reorder(internal, user, true, plan.scratchpad_bytes);
+    }
+}
+
+} // namespace libdeconv
