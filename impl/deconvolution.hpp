@@ -12,6 +12,12 @@
 
 namespace libdeconv {
 
+// Scratch of the bias-gradient reduction, one entry per output channel.
+struct BiasSums {
+    std::vector<double> sums;
+    std::vector<float> run;
+};
+
 class Deconvolution {
 public:
     explicit Deconvolution(const Spec &spec);
@@ -28,7 +34,7 @@ public:
 
 private:
     // `sums` holds out_channels zeros, allocated before anything was written.
-    void backward_bias_only(const void *diff_dst, void *diff_bias, Req req, std::vector<double> &sums) const;
+    void backward_bias_only(const void *diff_dst, void *diff_bias, Req req, BiasSums &scratch) const;
 
     Problem problem_;
     std::shared_ptr<const Plan> plans_[3];

@@ -70,12 +70,17 @@ Problem random_problem(std::mt19937_64& rng, bool wide = false) {
     }
 }
 
-// index >= 0: problem `index` of the sweep; index < 0: wide problem -1 - index.
+constexpr uint64_t kMatrixSeed = 4242000;
+
+// index >= 0: problem `index` of the sweep; -1000 < index < 0: wide problem -1 - index;
+// index <= -1000: matrix-product problem -1000 - index.
 std::string describe(int index, const Problem& p, deconv_dtype dt, deconv_layout l) {
     const std::string which =
-        index >= 0 ? "sweep problem " + std::to_string(index) + " (seed " + std::to_string(kSeed + index) + ")"
-                   : "wide sweep problem " + std::to_string(-1 - index) + " (seed " +
-                         std::to_string(kWideSeed - 1 - index) + ")";
+        index >= 0      ? "sweep problem " + std::to_string(index) + " (seed " + std::to_string(kSeed + index) + ")"
+        : index > -1000 ? "wide sweep problem " + std::to_string(-1 - index) + " (seed " +
+                              std::to_string(kWideSeed - 1 - index) + ")"
+                        : "matrix-product problem " + std::to_string(-1000 - index) + " (seed " +
+                              std::to_string(kMatrixSeed - 1000 - index) + ")";
     return which + ": " + naive::to_string(p) + " dtype=" + dtype_str(dt) + " layout=" + layout_str(l);
 }
 
@@ -242,6 +247,52 @@ TEST_P(SweepWide, AllPassesAllRequests) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, SweepWide, ::testing::Range(0, kWideShards));
+
+// Problems the library computes as one matrix product (impl/gemm_formulation.hpp): in_size 1
+// everywhere, no pad, adj, dilation or groups, channels-first. 32 problems, 4 shards; each also
+// checks that the matmul route is the one taken.
+constexpr int kMatrixShards = 4, kMatrixPerShard = 8;
+
+Problem random_matrix_product(std::mt19937_64& rng) {
+    Problem p;
+    p.rank = static_cast<int>(pick(rng, 1, 3));
+    p.batch = pick(rng, 1, 9);
+    p.in_channels = pick(rng, 1, 40);
+    p.out_channels = pick(rng, 1, 20);
+    const bool target = pick(rng, 0, 2) == 0;  // the full output as target_shape: pad 0, adj 0
+    for (int d = 0; d < p.rank; ++d) {
+        p.in_size[d] = 1;
+        p.kernel[d] = pick(rng, 1, p.rank == 3 ? 3 : 4);
+        p.stride[d] = pick(rng, 1, 3);
+        if (target) p.target_shape[d] = p.kernel[d];
+    }
+    p.bias = pick(rng, 0, 1) == 1;
+    return p;
+}
+
+class SweepMatrixProduct : public ::testing::TestWithParam<int> {};
+
+TEST_P(SweepMatrixProduct, AllPassesAllRequests) {
+    for (int i = GetParam() * kMatrixPerShard; i < (GetParam() + 1) * kMatrixPerShard; ++i) {
+        std::mt19937_64 rng(kMatrixSeed + i);
+        const Problem p = random_matrix_product(rng);
+        for (deconv_dtype dt : {DECONV_F32, DECONV_BF16}) {
+            if (dt == DECONV_BF16 && !bf16_ok()) continue;
+            {
+                Handle h(make_params(p, dt, DECONV_CHANNELS_FIRST, DECONV_TRAINING));
+                ASSERT_TRUE(h.ok()) << h.error();
+                for (deconv_pass pass : {DECONV_PASS_FORWARD, DECONV_PASS_BACKWARD_DATA, DECONV_PASS_BACKWARD_WEIGHTS})
+                    EXPECT_EQ(std::string(h.impl(pass)).rfind("matmul:", 0), 0u)
+                            << describe(-1000 - i, p, dt, DECONV_CHANNELS_FIRST) << " pass " << pass << ": "
+                            << h.impl(pass);
+            }
+            run_case(-1000 - i, p, dt, DECONV_CHANNELS_FIRST, rng);
+        }
+        if (HasFatalFailure()) return;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, SweepMatrixProduct, ::testing::Range(0, kMatrixShards));
 
 // The generator really covers what the sweep claims (guards against a silent narrowing).
 TEST(SweepCoverage, GeneratorCoversTheSpace) {
