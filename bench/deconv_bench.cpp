@@ -57,7 +57,7 @@ void usage(FILE *f) {
         "  --compare          the plain oneDNN baselines onednn_kernel and onednn_plain (the default)\n"
         "  --no-onednn        no oneDNN baselines (library times only)\n"
         "  --variants         also measure bias vs no bias, ADD vs WRITE and channels-last zero-copy\n"
-        "                     (issue 4 items 3-5; roughly doubles the run time)\n"
+        "                     (roughly doubles the run time)\n"
         "  --no-check         skip the correctness check\n"
         "  --check-only       run only the correctness check\n"
         "  --csv              CSV on stdout: the main table, then blank-line separated blocks\n"

@@ -426,7 +426,7 @@ void Report::print_summary() const {
 }
 
 void Report::print_table(const RatioTable &t) const {
-    std::printf("\n%s (issue 4 item %d: %s)\n", t.title.c_str(), t.item, limit_text(t).c_str());
+    std::printf("\n%s (target: %s)\n", t.title.c_str(), limit_text(t).c_str());
     if (!t.explanation.empty()) std::printf("  %s\n", t.explanation.c_str());
     const int cw = std::max<int>(10, int(t.ctx_name.size()));
     std::printf("%-*s  %-6s %-11s %-5s %12s %12s %10s", int(name_w_), "problem", "layout", "pass", "dtype",
@@ -455,7 +455,7 @@ void Report::print_table(const RatioTable &t) const {
 
 void Report::print_verdicts() const {
     if (verdicts_.empty()) return;
-    std::printf("\nIssue 4 thresholds (measurements, not tests: timings are noisy, a MISS by a few %% may be noise)\n");
+    std::printf("\nPerformance targets (measurements, not tests: timings are noisy, a MISS by a few %% may be noise)\n");
     int n = 0, measured = 0, busy = 0;
     for (const Row &r : rows_) {
         measured += r.lib.ok;
@@ -471,7 +471,7 @@ void Report::print_verdicts() const {
                     "re-run those on a quiet machine\n",
                     n, measured);
     for (const Verdict &v : verdicts_) {
-        std::printf("  item %d  %-44s %-9s %-9s %-4s", v.item, v.what.c_str(), v.limit.c_str(), v.value.c_str(),
+        std::printf("  %-44s %-9s %-9s %-4s", v.what.c_str(), v.limit.c_str(), v.value.c_str(),
                     v.status.c_str());
         std::vector<std::string> details;
         if (!v.worst.empty()) details.push_back("worst: " + v.worst);

@@ -79,7 +79,7 @@ void Deconvolution::forward(const void *src, const void *weights, const void *bi
 void Deconvolution::backward(const void *src, const void *weights, const void *diff_dst, void *diff_src, Req req_src,
         void *diff_weights, Req req_weights, void *diff_bias, Req req_bias) const {
     if (problem_.spec().mode != Mode::training)
-        fail_invalid("deconv_backward needs a handle created with mode = DECONV_TRAINING; this one has mode = "
+        fail_invalid("backward passes need a handle created with mode = DECONV_TRAINING; this one has mode = "
                      "DECONV_INFERENCE");
     if (!problem_.spec().bias && req_bias != Req::null)
         fail_invalid("req_bias = " + std::to_string(static_cast<int>(req_bias))
