@@ -218,16 +218,19 @@ memory::desc user_weights_desc(const Problem &p) {
     return memory::desc(geometry(p).weights, onednn_type(s.dtype), t);
 }
 
-Plan make_plan(const Problem &p, Pass pass, DataType compute) {
+Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formulation) {
     static std::atomic<uint64_t> next_id{1};
     const Geometry g = geometry(p);
+    const bool deconvolution = formulation == Formulation::deconvolution;
     // oneDNN 2.6's bf16 deconvolution (jit_deconvolution:avx512_core_amx_bf16, first in its list)
     // crashes, in its kernel or when its descriptor iterator moves past it, once the innermost
     // stride reaches 48 (plain oneDNN alike); every bf16 pass needs that descriptor (backward
     // passes as a hint), so such problems compute in f32. The margin to 32 is ours.
-    if (compute == DataType::bf16 && g.strides.back() > 32)
+    if (deconvolution && compute == DataType::bf16 && g.strides.back() > 32)
         throw Error(Status::unsupported, "bf16 kernels of oneDNN 2.6 crash for an innermost stride above 32 (stride = "
                 + std::to_string(g.strides.back()) + ")");
+    if (!deconvolution && !is_matrix_product(p))
+        throw Error(Status::unsupported, "the problem is not a matrix product");
     const dt type = onednn_type(compute);
     Plan plan;
     plan.id = next_id++;
@@ -235,14 +238,15 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute) {
     plan.compute = compute;
     plan.single_threaded = runs_single_threaded(p);
     SingleThreaded scope(plan.single_threaded);
-    if (is_matrix_product(p) && make_matrix_product(plan, p, pass, type)) {
-        lay_out_workspace(plan);
-        return plan;
-    }
-    switch (pass) {
-    case Pass::forward: make_forward(plan, p, g, type); break;
-    case Pass::backward_data: make_backward_data(plan, p, g, type); break;
-    case Pass::backward_weights: make_backward_weights(plan, p, g, type); break;
+    if (!deconvolution) {
+        if (!make_matrix_product(plan, p, pass, type))
+            throw Error(Status::unsupported, "oneDNN has only a reference matmul for this problem");
+    } else {
+        switch (pass) {
+        case Pass::forward: make_forward(plan, p, g, type); break;
+        case Pass::backward_data: make_backward_data(plan, p, g, type); break;
+        case Pass::backward_weights: make_backward_weights(plan, p, g, type); break;
+        }
     }
     lay_out_workspace(plan);
     return plan;

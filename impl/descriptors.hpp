@@ -31,6 +31,9 @@ struct Role {
     Conversion conversion;
     size_t internal_offset = 0; // in the workspace, when the tensor needs an internal copy
     bool has_internal = false;
+    // How the primitive sees the internal copy when that differs from conversion.internal
+    // (a matmul's matrix over a permuted copy of an N-d tensor); empty otherwise.
+    dnnl::memory::desc primitive_view;
 };
 
 // Role indices per pass.
@@ -62,7 +65,12 @@ struct Plan {
     bool bias_gradient_apart = false;
 };
 
-Plan make_plan(const Problem &problem, Pass pass, DataType compute);
+// How a pass is computed: oneDNN's deconvolution primitive, or a matmul where the problem is a
+// matrix product (gemm_formulation.hpp).
+enum class Formulation { deconvolution, matrix_product };
+
+// Throws Error(unsupported) when this compute type or formulation cannot run the problem.
+Plan make_plan(const Problem &problem, Pass pass, DataType compute, Formulation formulation);
 
 // The caller's plain descriptors (shared with the weight packing).
 dnnl::memory::desc user_data_desc(const Problem &problem, bool output);

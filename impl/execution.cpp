@@ -16,7 +16,7 @@ struct Binding {
     uint64_t plan_id = 0;
     const char *workspace = nullptr;
     dnnl::memory scratchpad;
-    std::array<dnnl::memory, kMaxRoles> user, internal;
+    std::array<dnnl::memory, kMaxRoles> user, internal, view;
 };
 
 constexpr size_t kBindingsPerThread = 16;
@@ -48,10 +48,11 @@ Binding &bind(const Plan &plan, char *workspace) {
             eng, workspace);
     for (int i = 0; i < kMaxRoles; ++i) {
         const Role &r = plan.roles[i];
-        b.user[i] = b.internal[i] = dnnl::memory();
+        b.user[i] = b.internal[i] = b.view[i] = dnnl::memory();
         if (!r.present) continue;
         b.user[i] = dnnl::memory(r.conversion.user, eng, DNNL_MEMORY_NONE);
         if (r.has_internal) b.internal[i] = dnnl::memory(r.conversion.internal, eng, workspace + r.internal_offset);
+        if (r.has_internal && r.primitive_view) b.view[i] = dnnl::memory(r.primitive_view, eng, workspace + r.internal_offset);
     }
     b.workspace = workspace;
     b.plan_id = plan.id;
@@ -129,6 +130,7 @@ void execute(const Plan &plan, const Tensors &tensors) {
         } else {
             used = b.internal[i].get();
         }
+        if (b.view[i] && used == b.internal[i].get()) used = b.view[i].get();
         if (r.arg != 0) {
             args[count++] = {r.arg, used};
         } else { // the f32 bias the output commit adds

@@ -3,12 +3,128 @@
 #include "engine.hpp"
 #include "plan_building.hpp"
 
+#include <vector>
+
 namespace libdeconv {
 namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
+
+// A tensor as logical dims and the strides of one physical arrangement of them.
+struct Strided {
+    memory::dims dims, strides;
+};
+
+// Drops the dims of size 1 (their strides are arbitrary), so that two arrangements that place
+// every element alike compare equal.
+memory::desc describe(const Strided &t, dt type) {
+    memory::dims dims, strides;
+    for (size_t i = 0; i < t.dims.size(); ++i)
+        if (t.dims[i] != 1) dims.push_back(t.dims[i]), strides.push_back(t.strides[i]);
+    if (dims.empty()) dims.push_back(1), strides.push_back(1);
+    return memory::desc(dims, type, strides);
+}
+
+// Row-major strides of `dims` taken in the order `order` (outermost first).
+memory::dims strides_in_order(const memory::dims &dims, const std::vector<size_t> &order) {
+    memory::dims strides(dims.size());
+    memory::dim step = 1;
+    for (size_t k = order.size(); k-- > 0;) {
+        strides[order[k]] = step;
+        step *= dims[order[k]];
+    }
+    return strides;
+}
+
+struct Geometry {
+    int rank;
+    memory::dim batch, in_channels, out_channels, pixels = 1, taps = 1;
+    memory::dims in, kernel; // per spatial dim
+    bool channels_last;
+};
+
+Geometry geometry_of(const Problem &p) {
+    const Spec &s = p.spec();
+    Geometry g{s.rank, s.batch, s.in_channels, s.out_channels, 1, 1, {}, {}, s.layout == Layout::channels_last};
+    for (int i = 0; i < s.rank; ++i) {
+        g.in.push_back(s.in_size[i]);
+        g.kernel.push_back(s.kernel[i]);
+        g.pixels *= s.in_size[i];
+        g.taps *= s.kernel[i];
+    }
+    return g;
+}
+
+// A data tensor (batch, channels, in...) in the caller's layout, and as the rows of a
+// (pixels x channels) matrix.
+Strided data_as_user(const Geometry &g, memory::dim channels) {
+    Strided t;
+    t.dims = {g.batch, channels};
+    for (memory::dim i : g.in) t.dims.push_back(i);
+    std::vector<size_t> order{0};
+    if (!g.channels_last) order.push_back(1);
+    for (int d = 0; d < g.rank; ++d) order.push_back(2 + d);
+    if (g.channels_last) order.push_back(1);
+    t.strides = strides_in_order(t.dims, order);
+    return t;
+}
+
+Strided data_as_matrix(const Geometry &g, memory::dim channels) {
+    Strided t = data_as_user(g, channels);
+    std::vector<size_t> order{0};
+    for (int d = 0; d < g.rank; ++d) order.push_back(2 + d);
+    order.push_back(1);
+    t.strides = strides_in_order(t.dims, order);
+    return t;
+}
+
+// The output tensor with each spatial dim split into (input pixel, tap): dims (batch,
+// out_channels, in_1, kernel_1, ..., in_r, kernel_r); output index = in_d * kernel_d + tap_d.
+Strided output_as_user(const Geometry &g) {
+    Strided t;
+    t.dims = {g.batch, g.out_channels};
+    for (int d = 0; d < g.rank; ++d) t.dims.push_back(g.in[d]), t.dims.push_back(g.kernel[d]);
+    std::vector<size_t> order{0};
+    if (!g.channels_last) order.push_back(1);
+    for (int d = 0; d < g.rank; ++d) order.push_back(2 + 2 * d), order.push_back(3 + 2 * d);
+    if (g.channels_last) order.push_back(1);
+    t.strides = strides_in_order(t.dims, order);
+    return t;
+}
+
+// ... and as the patch matrix: rows (batch, in...), columns (out_channels, kernel...).
+Strided output_as_patches(const Geometry &g) {
+    Strided t = output_as_user(g);
+    std::vector<size_t> order{0};
+    for (int d = 0; d < g.rank; ++d) order.push_back(2 + 2 * d);
+    order.push_back(1);
+    for (int d = 0; d < g.rank; ++d) order.push_back(3 + 2 * d);
+    t.strides = strides_in_order(t.dims, order);
+    return t;
+}
+
+memory::desc matrix(memory::dim rows, memory::dim cols, dt type, bool transposed = false) {
+    return transposed ? memory::desc({rows, cols}, type, tag::ba) : memory::desc({rows, cols}, type, tag::ab);
+}
+
+memory::desc with_type(const memory::desc &d, dt type) {
+    const auto &b = d.data.format_desc.blocking;
+    return memory::desc(d.dims(), type, memory::dims(b.strides, b.strides + d.data.ndims));
+}
+
+// A role whose primitive sees the tensor as the matrix `view`, laid out as `matrix`: the
+// caller's buffer itself when the caller holds it that way, else a permuted copy.
+void add_matrix_role(Plan &plan, int index, int arg, bool output, const Strided &user, const Strided &matrix,
+        dt user_type, const memory::desc &view) {
+    if (describe(user, view.data_type()) == describe(matrix, view.data_type())) {
+        add_role(plan, index, arg, output, with_type(view, user_type), view);
+        return;
+    }
+    add_role(plan, index, arg, output, describe(user, user_type), describe(matrix, view.data_type()));
+    plan.roles[index].primitive_view = view;
+}
 
 using MatmulChoice = Chosen<dnnl::matmul::primitive_desc, dnnl::matmul>;
 
@@ -23,32 +139,29 @@ MatmulChoice choose_matmul(const Problem &p, Pass pass, const memory::desc &a, c
 
 bool is_matrix_product(const Problem &p) {
     const Spec &s = p.spec();
-    if (s.groups != 1 || s.layout != Layout::channels_first) return false;
-    for (int i = 0; i < s.rank; ++i)
-        if (s.in_size[i] != 1 || p.pad()[i] != 0 || p.adj()[i] != 0 || s.dilate[i] != 1) return false;
+    if (s.groups != 1) return false;
+    for (int i = 0; i < s.rank; ++i) {
+        if (p.pad()[i] != 0 || p.adj()[i] != 0 || s.dilate[i] != 1) return false;
+        if (s.in_size[i] != 1 && s.stride[i] != s.kernel[i]) return false;
+    }
     return true;
 }
 
 bool make_matrix_product(Plan &plan, const Problem &p, Pass pass, dt type) {
     const Spec &s = p.spec();
-    int64_t taps = 1;
-    for (int i = 0; i < s.rank; ++i) taps *= s.kernel[i];
-    const memory::dim rows = s.batch, in = s.in_channels, out = s.out_channels * taps;
+    const Geometry g = geometry_of(p);
+    const memory::dim rows = g.batch * g.pixels, in = g.in_channels, out = g.out_channels * g.taps;
     const dt user = onednn_type(s.dtype);
-    // The caller's buffers as matrices: src (rows x in), weights (in x out), dst (rows x out).
-    auto matrix = [](memory::dim r, memory::dim c, dt t, bool transposed = false) {
-        return transposed ? memory::desc({r, c}, t, tag::ba) : memory::desc({r, c}, t, tag::ab);
-    };
     MatmulChoice chosen = [&] {
         switch (pass) {
         case Pass::forward: {
             const memory::desc bias = s.bias ? matrix(1, out, dt::f32) : memory::desc();
             return choose_matmul(p, pass, matrix(rows, in, type), matrix(in, out, type), bias, matrix(rows, out, type));
         }
-        case Pass::backward_data: // diff_src = diff_dst * weights^T
+        case Pass::backward_data: // diff_src = P(diff_dst) * weights^T
             return choose_matmul(p, pass, matrix(rows, out, type), matrix(out, in, type, true), memory::desc(),
                     matrix(rows, in, type));
-        case Pass::backward_weights: // diff_weights = src^T * diff_dst, in f32 as the other route
+        case Pass::backward_weights: // diff_weights = src^T * P(diff_dst), in f32 as the other route
         default:
             return choose_matmul(p, pass, matrix(in, rows, type, true), matrix(rows, out, type), memory::desc(),
                     matrix(in, out, dt::f32));
@@ -59,26 +172,32 @@ bool make_matrix_product(Plan &plan, const Problem &p, Pass pass, dt type) {
     plan.primitive = chosen.primitive;
     plan.impl = std::string("matmul:") + pd.impl_info_str();
     plan.scratchpad_bytes = pd.scratchpad_desc().get_size();
+    // The caller's weights (in_channels, out_channels, kernel...) are the (in x out) matrix.
+    const memory::desc weights = matrix(in, out, user), weights_t = matrix(out, in, user, true);
     switch (pass) {
     case Pass::forward:
-        add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, matrix(rows, in, user), pd.src_desc());
-        add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, matrix(in, out, user), pd.weights_desc());
+        add_matrix_role(plan, role::fwd_src, DNNL_ARG_SRC, false, data_as_user(g, in), data_as_matrix(g, in), user,
+                pd.src_desc());
+        add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights, pd.weights_desc());
         if (s.bias)
             add_role(plan, role::fwd_bias, DNNL_ARG_BIAS, false, memory::desc({s.out_channels}, user, tag::a),
-                    pd.bias_desc(), taps);
-        add_role(plan, role::fwd_dst, DNNL_ARG_DST, true, matrix(rows, out, user), pd.dst_desc());
+                    pd.bias_desc(), g.taps);
+        add_matrix_role(plan, role::fwd_dst, DNNL_ARG_DST, true, output_as_user(g), output_as_patches(g), user,
+                pd.dst_desc());
         break;
     case Pass::backward_data:
-        add_role(plan, role::bwd_data_diff_dst, DNNL_ARG_SRC, false, matrix(rows, out, user), pd.src_desc());
-        add_role(plan, role::bwd_data_weights, DNNL_ARG_WEIGHTS, false, matrix(out, in, user, true),
-                pd.weights_desc());
-        add_role(plan, role::bwd_data_diff_src, DNNL_ARG_DST, true, matrix(rows, in, user), pd.dst_desc());
+        add_matrix_role(plan, role::bwd_data_diff_dst, DNNL_ARG_SRC, false, output_as_user(g), output_as_patches(g),
+                user, pd.src_desc());
+        add_role(plan, role::bwd_data_weights, DNNL_ARG_WEIGHTS, false, weights_t, pd.weights_desc());
+        add_matrix_role(plan, role::bwd_data_diff_src, DNNL_ARG_DST, true, data_as_user(g, in), data_as_matrix(g, in),
+                user, pd.dst_desc());
         break;
     case Pass::backward_weights:
-        add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, matrix(in, rows, user, true), pd.src_desc());
-        add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_WEIGHTS, false, matrix(rows, out, user),
-                pd.weights_desc());
-        add_role(plan, role::bwd_weights_diff_weights, DNNL_ARG_DST, true, matrix(in, out, user), pd.dst_desc());
+        add_matrix_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, data_as_user(g, in), data_as_matrix(g, in),
+                user, pd.src_desc());
+        add_matrix_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_WEIGHTS, false, output_as_user(g),
+                output_as_patches(g), user, pd.weights_desc());
+        add_role(plan, role::bwd_weights_diff_weights, DNNL_ARG_DST, true, weights, pd.dst_desc());
         plan.bias_gradient_apart = s.bias;
         break;
     }

@@ -1,8 +1,13 @@
-// Problems whose every input pixel is the only one writing its output patch are matrix
-// products: dst (batch x out_channels*taps) = src (batch x in_channels) * weights
-// (in_channels x out_channels*taps) when in_size is 1 everywhere, with no pad, adj, dilation or
-// groups, channels-first (the caller's buffers are then those matrices as they are). oneDNN's
-// matmul runs them 4-40x faster than its deconvolution kernels (dcgan's first layer, one thread).
+// Problems where every output pixel is written by exactly one input pixel are matrix products:
+// with P the (input pixels x out_channels*taps) patch matrix,
+//   forward          P = src (pixels x in_channels) * weights (in_channels x out_channels*taps)
+//   backward data    diff_src = P(diff_dst) * weights^T
+//   backward weights diff_weights = src^T * P(diff_dst)
+// where P(t) is the output tensor t with its pixels regrouped by the input pixel that wrote them
+// (the identity when in_size is 1 everywhere and the layout is channels-first). That holds for
+// groups 1, no pad, adj or dilation, and in every dimension stride == kernel or in_size 1: the
+// upsampling layers of U-Nets and the first layer of GANs. oneDNN's matmul runs them several
+// times faster than its deconvolution kernels (1 thread: unet.up1 bf16 3.5x, dcgan.l1 5-8x).
 #pragma once
 
 #include "descriptors.hpp"

@@ -2,6 +2,8 @@
 
 #include "error.hpp"
 #include "execution.hpp"
+#include "gemm_formulation.hpp"
+#include "plan_building.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -14,13 +16,29 @@
 namespace libdeconv {
 namespace {
 
-enum class Choice { automatic, bf16, f32 };
+// A way to compute a pass: the data type of the primitive and its formulation.
+struct Route {
+    DataType compute;
+    Formulation formulation;
+};
 
-Choice choice_from_environment() {
-    const char *text = std::getenv("DECONV_BF16_COMPUTE");
-    if (text && std::strcmp(text, "bf16") == 0) return Choice::bf16;
-    if (text && std::strcmp(text, "f32") == 0) return Choice::f32;
-    return Choice::automatic;
+// DECONV_BF16_COMPUTE=bf16|f32 and DECONV_FORMULATION=deconvolution|matmul narrow the
+// candidates (tests, reproducibility); unset, every candidate that applies is considered.
+std::vector<DataType> computes_allowed(DataType dtype) {
+    if (dtype == DataType::f32) return {DataType::f32};
+    static const char *pinned = std::getenv("DECONV_BF16_COMPUTE");
+    if (pinned && std::strcmp(pinned, "bf16") == 0) return {DataType::bf16};
+    if (pinned && std::strcmp(pinned, "f32") == 0) return {DataType::f32};
+    return {DataType::bf16, DataType::f32};
+}
+
+std::vector<Formulation> formulations_allowed(const Problem &problem) {
+    static const char *pinned = std::getenv("DECONV_FORMULATION");
+    const bool matmul = is_matrix_product(problem);
+    if (pinned && std::strcmp(pinned, "deconvolution") == 0) return {Formulation::deconvolution};
+    if (pinned && std::strcmp(pinned, "matmul") == 0 && matmul) return {Formulation::matrix_product};
+    if (matmul) return {Formulation::deconvolution, Formulation::matrix_product};
+    return {Formulation::deconvolution};
 }
 
 // Best of a few runs on zero-filled caller-side buffers, conversions included.
@@ -46,45 +64,43 @@ double seconds_per_call(const Plan &plan) {
 // is evicted and made again. Bounded; the oldest decisions are forgotten first.
 class Decisions {
 public:
-    bool find(const std::vector<int64_t> &key, DataType &type) {
+    bool find(const std::vector<int64_t> &key, Route &route) {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = map_.find(key);
         if (it == map_.end()) return false;
-        type = it->second;
+        route = it->second;
         return true;
     }
-    // The decision stored for `key`: `type` unless another thread decided first.
-    DataType remember(const std::vector<int64_t> &key, DataType type) {
+    // The decision stored for `key`: `route` unless another thread decided first.
+    Route remember(const std::vector<int64_t> &key, Route route) {
         std::lock_guard<std::mutex> lock(mutex_);
-        auto inserted = map_.emplace(key, type);
+        auto inserted = map_.emplace(key, route);
         if (!inserted.second) return inserted.first->second;
         order_.push_back(key);
         if (order_.size() > kCapacity) {
             map_.erase(order_.front());
             order_.pop_front();
         }
-        return type;
+        return route;
     }
 
 private:
     static constexpr size_t kCapacity = 65536; // about 100 bytes each
     std::mutex mutex_;
-    std::map<std::vector<int64_t>, DataType> map_;
+    std::map<std::vector<int64_t>, Route> map_;
     std::deque<std::vector<int64_t>> order_;
 };
 
-bool is_reference(const Plan &plan) { return plan.impl.rfind("ref", 0) == 0; }
-
 // Timing runs each candidate a few times on full-size buffers: only for problems where that is
-// cheap next to creating the primitives. Larger ones take the native kernel without measuring.
-bool worth_timing(const Problem &problem, const Plan &a, const Plan &b) {
-    const double flops = problem.flops();
-    size_t bytes = a.workspace_bytes + b.workspace_bytes;
-    for (const Role &r : a.roles)
+// cheap next to creating the primitives. Larger ones take the first candidate without measuring.
+bool worth_timing(const Problem &problem, const std::vector<std::shared_ptr<const Plan>> &plans) {
+    size_t bytes = 0;
+    for (const auto &plan : plans) bytes += plan->workspace_bytes;
+    for (const Role &r : plans.front()->roles)
         if (r.present) bytes += r.conversion.user.get_size();
     constexpr double kMaxFlops = 2e10;              // tens of milliseconds per candidate run
-    constexpr size_t kMaxBytes = size_t(512) << 20; // caller-size buffers plus both workspaces
-    return flops <= kMaxFlops && bytes <= kMaxBytes;
+    constexpr size_t kMaxBytes = size_t(512) << 20; // caller-size buffers plus the workspaces
+    return problem.flops() <= kMaxFlops && bytes <= kMaxBytes;
 }
 
 Decisions &decisions() {
@@ -92,38 +108,57 @@ Decisions &decisions() {
     return *d;
 }
 
+std::shared_ptr<const Plan> build(const Problem &problem, Pass pass, Route route) {
+    return std::make_shared<const Plan>(make_plan(problem, pass, route.compute, route.formulation));
+}
+
 } // namespace
 
 std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass) {
-    const DataType type = problem.spec().dtype;
-    static const Choice choice = choice_from_environment();
-    if (type == DataType::f32 || choice == Choice::bf16)
-        return std::make_shared<const Plan>(make_plan(problem, pass, type));
-    if (choice == Choice::f32) return std::make_shared<const Plan>(make_plan(problem, pass, DataType::f32));
+    // Candidates in order of preference: the problem's own data type first, oneDNN's
+    // deconvolution first.
+    std::vector<Route> candidates;
+    for (DataType compute : computes_allowed(problem.spec().dtype))
+        for (Formulation formulation : formulations_allowed(problem)) candidates.push_back({compute, formulation});
+    if (candidates.size() == 1) return build(problem, pass, candidates.front());
+
     std::vector<int64_t> key = problem.signature();
     key.push_back(static_cast<int64_t>(pass));
-    DataType decided;
-    if (decisions().find(key, decided)) return std::make_shared<const Plan>(make_plan(problem, pass, decided));
-    auto widened = std::make_shared<const Plan>(make_plan(problem, pass, DataType::f32));
-    std::shared_ptr<const Plan> native;
-    try {
-        native = std::make_shared<const Plan>(make_plan(problem, pass, DataType::bf16));
-    } catch (const Error &e) { // no bf16 kernel builds for this geometry: f32 does the work
-        if (e.status() != Status::unsupported) throw;
-        decisions().remember(key, DataType::f32);
-        return widened;
+    Route decided;
+    if (decisions().find(key, decided)) return build(problem, pass, decided);
+
+    std::vector<Route> routes;
+    std::vector<std::shared_ptr<const Plan>> plans;
+    for (const Route &route : candidates) {
+        try {
+            plans.push_back(build(problem, pass, route));
+            routes.push_back(route);
+        } catch (const Error &e) { // e.g. no bf16 kernel builds for this geometry: others do the work
+            if (e.status() != Status::unsupported || (plans.empty() && &route == &candidates.back())) throw;
+        }
     }
-    // A reference kernel is never timed (it can take minutes): the route with a real kernel
-    // wins, native when neither has one. Native keeps a near tie: within 3% the difference is noise. Threads that measured the
-    // same new problem at once all take the first decision stored.
-    bool f32_wins;
-    if (is_reference(*native) || is_reference(*widened))
-        f32_wins = is_reference(*native) && !is_reference(*widened);
-    else if (!worth_timing(problem, *native, *widened))
-        f32_wins = false;
-    else
-        f32_wins = seconds_per_call(*widened) < 0.97 * seconds_per_call(*native);
-    return decisions().remember(key, f32_wins ? DataType::f32 : DataType::bf16) == DataType::f32 ? widened : native;
+    // A reference kernel is never timed (it can take minutes) nor chosen while a real kernel
+    // runs the problem.
+    std::vector<size_t> usable;
+    for (size_t i = 0; i < plans.size(); ++i)
+        if (!is_reference(plans[i]->impl)) usable.push_back(i);
+    size_t chosen = usable.empty() ? 0 : usable.front();
+    if (usable.size() > 1 && worth_timing(problem, plans)) {
+        // The preferred candidate keeps a near tie: within 3% the difference is noise.
+        std::vector<double> seconds(plans.size(), 0.0);
+        double best = 1e30;
+        for (size_t i : usable) best = std::min(best, seconds[i] = seconds_per_call(*plans[i]));
+        for (size_t i : usable)
+            if (seconds[i] <= (i == usable.front() ? best / 0.97 : best)) {
+                chosen = i;
+                break;
+            }
+    }
+    // Threads that measured the same new problem at once all take the first decision stored.
+    const Route route = decisions().remember(key, routes[chosen]);
+    for (size_t i = 0; i < plans.size(); ++i)
+        if (routes[i].compute == route.compute && routes[i].formulation == route.formulation) return plans[i];
+    return build(problem, pass, route);
 }
 
 } // namespace libdeconv

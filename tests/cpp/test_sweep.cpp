@@ -8,6 +8,8 @@
 // problem i of the sweep is generated from seed kSeed + i alone, so it is reproducible.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <random>
 
@@ -248,23 +250,24 @@ TEST_P(SweepWide, AllPassesAllRequests) {
 
 INSTANTIATE_TEST_SUITE_P(Shards, SweepWide, ::testing::Range(0, kWideShards));
 
-// Problems the library computes as one matrix product (impl/gemm_formulation.hpp): in_size 1
-// everywhere, no pad, adj, dilation or groups, channels-first. 32 problems, 4 shards; each also
-// checks that the matmul route is the one taken.
-constexpr int kMatrixShards = 4, kMatrixPerShard = 8;
+// Problems the library may compute as one matrix product (impl/gemm_formulation.hpp): groups 1,
+// no pad, adj or dilation, and stride == kernel or in_size 1 in every dim. 48 problems, 6
+// shards, both layouts; pinned to the matmul, each also checks that the matmul route is taken.
+constexpr int kMatrixShards = 6, kMatrixPerShard = 8;
 
 Problem random_matrix_product(std::mt19937_64& rng) {
     Problem p;
     p.rank = static_cast<int>(pick(rng, 1, 3));
-    p.batch = pick(rng, 1, 9);
+    p.batch = pick(rng, 1, 5);
     p.in_channels = pick(rng, 1, 40);
     p.out_channels = pick(rng, 1, 20);
     const bool target = pick(rng, 0, 2) == 0;  // the full output as target_shape: pad 0, adj 0
     for (int d = 0; d < p.rank; ++d) {
-        p.in_size[d] = 1;
         p.kernel[d] = pick(rng, 1, p.rank == 3 ? 3 : 4);
-        p.stride[d] = pick(rng, 1, 3);
-        if (target) p.target_shape[d] = p.kernel[d];
+        const bool single = pick(rng, 0, 2) == 0;  // in_size 1, any stride
+        p.in_size[d] = single ? 1 : pick(rng, 2, p.rank == 3 ? 3 : 5);
+        p.stride[d] = single ? pick(rng, 1, 3) : p.kernel[d];
+        if (target) p.target_shape[d] = p.stride[d] * (p.in_size[d] - 1) + p.kernel[d];
     }
     p.bias = pick(rng, 0, 1) == 1;
     return p;
@@ -273,20 +276,23 @@ Problem random_matrix_product(std::mt19937_64& rng) {
 class SweepMatrixProduct : public ::testing::TestWithParam<int> {};
 
 TEST_P(SweepMatrixProduct, AllPassesAllRequests) {
+    // Which formulation runs is measured; the cpp_sweep_formulation_* entries pin each.
+    const char* formulation = std::getenv("DECONV_FORMULATION");
+    const bool pinned_to_matmul = formulation && std::string(formulation) == "matmul";
     for (int i = GetParam() * kMatrixPerShard; i < (GetParam() + 1) * kMatrixPerShard; ++i) {
         std::mt19937_64 rng(kMatrixSeed + i);
         const Problem p = random_matrix_product(rng);
+        const deconv_layout l = pick(rng, 0, 1) ? DECONV_CHANNELS_LAST : DECONV_CHANNELS_FIRST;
         for (deconv_dtype dt : {DECONV_F32, DECONV_BF16}) {
             if (dt == DECONV_BF16 && !bf16_ok()) continue;
-            {
-                Handle h(make_params(p, dt, DECONV_CHANNELS_FIRST, DECONV_TRAINING));
+            if (pinned_to_matmul) {
+                Handle h(make_params(p, dt, l, DECONV_TRAINING));
                 ASSERT_TRUE(h.ok()) << h.error();
                 for (deconv_pass pass : {DECONV_PASS_FORWARD, DECONV_PASS_BACKWARD_DATA, DECONV_PASS_BACKWARD_WEIGHTS})
                     EXPECT_EQ(std::string(h.impl(pass)).rfind("matmul:", 0), 0u)
-                            << describe(-1000 - i, p, dt, DECONV_CHANNELS_FIRST) << " pass " << pass << ": "
-                            << h.impl(pass);
+                            << describe(-1000 - i, p, dt, l) << " pass " << pass << ": " << h.impl(pass);
             }
-            run_case(-1000 - i, p, dt, DECONV_CHANNELS_FIRST, rng);
+            run_case(-1000 - i, p, dt, l, rng);
         }
         if (HasFatalFailure()) return;
     }
