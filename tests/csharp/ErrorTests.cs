@@ -49,8 +49,41 @@ namespace Deconv.Tests
         {
             var p = new DeconvParams();
             var e = Problems.Throws(() => p.InSize = new long[] { 1, 2, 3, 4 }, Status.InvalidArgument);
-            Assert.AreEqual("in_size: 4 values, at most 3", e.Message);
-            Problems.Throws(() => p.Stride = null, Status.InvalidArgument, "stride");
+            Assert.AreEqual("in_size: 4 values given, 1 to 3 expected", e.Message);
+            e = Problems.Throws(() => p.Kernel = new long[0], Status.InvalidArgument);
+            Assert.AreEqual("kernel: 0 values given, 1 to 3 expected", e.Message);
+            e = Problems.Throws(() => p.Stride = null, Status.InvalidArgument);
+            Assert.AreEqual("stride: null, but 1 to 3 values are expected", e.Message);
+            e = Problems.Throws(() => new Deconvolution(null), Status.InvalidArgument);
+            Assert.AreEqual("params: null, but a Deconvolution needs the problem to create", e.Message);
+        }
+
+        [Test]
+        public void ParamsArraysMustHaveRankValues()
+        {
+            // As in Java: refused when the problem is used (not padded to {5, 1}), so that the
+            // properties can be set in any order.
+            var p = new DeconvParams { Rank = 2, InChannels = 1, OutChannels = 1, InSize = new long[] { 5 } };
+            var e = Problems.Throws(() => new Deconvolution(p), Status.InvalidArgument);
+            Assert.AreEqual("in_size: 1 values given for rank = 2", e.Message);
+            e = Problems.Throws(() => p.OutputShape(), Status.InvalidArgument);
+            Assert.AreEqual("in_size: 1 values given for rank = 2", e.Message);
+
+            p = Problems.Grouped();
+            p.Kernel = new long[] { 3, 3, 3 };
+            e = Problems.Throws(() => new Deconvolution(p), Status.InvalidArgument);
+            Assert.AreEqual("kernel: 3 values given for rank = 2", e.Message);
+            p.Rank = 3; // now the 2-value arrays are the wrong ones
+            Problems.Throws(() => p.OutputShape(), Status.InvalidArgument, "values given for rank = 3");
+
+            // Setting the rank to match makes the same object valid; arrays never set need no values.
+            p = new DeconvParams { InSize = new long[] { 5 }, Kernel = new long[] { 3 } };
+            Problems.Throws(() => p.OutputShape(), Status.InvalidArgument, "rank = 2");
+            p.Rank = 1;
+            CollectionAssert.AreEqual(new long[] { 7 }, p.OutputShape());
+            // An invalid rank is left to the library, whose message names it.
+            p.Rank = 0;
+            Problems.Throws(() => new Deconvolution(p), Status.InvalidArgument, "rank");
         }
 
         [Test]

@@ -16,7 +16,7 @@ libdir=$(dirname "$dll")
 # The suite, placed beside the installed assembly so Mono resolves Deconv.dll and its glue there.
 mcs -nologo -target:library -unsafe -r:"$dll" -r:"$nunit" -out:"$libdir/DeconvTests.dll" \
     "$here"/Reference.cs "$here"/Problems.cs "$here"/ComputeTests.cs "$here"/ErrorTests.cs \
-    "$here"/LifetimeTests.cs
+    "$here"/LifetimeTests.cs "$here"/ParamsTests.cs
 (cd "$prefix" && HOME="$prefix" nunit-console -nologo -noshadow -noresult "$libdir/DeconvTests.dll")
 
 # The README example, compiled and run as the README says (MONO_PATH names the install folder).

@@ -20,7 +20,8 @@ case "$resolved" in
 esac
 mkdir "$prefix/empty" "$prefix/tests" "$prefix/example"
 
-"$javac" --release 11 -encoding UTF-8 -cp "$jar:$junit_cp" -d "$prefix/tests" "$here"/src/deconv/tests/*.java
+"$javac" --release 11 -encoding UTF-8 -cp "$jar:$junit_cp" -d "$prefix/tests" "$here"/src/deconv/*.java \
+    "$here"/src/deconv/tests/*.java
 "$java" -Djava.library.path="$prefix/empty" -jar "$junit" --disable-banner --fail-if-no-tests --details=summary \
     --class-path "$jar:$prefix/tests" --scan-class-path "$prefix/tests" --include-package deconv.tests
 

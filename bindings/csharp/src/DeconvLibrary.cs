@@ -46,7 +46,7 @@ namespace Deconv
         /// <summary>src as bf16 words, in a new array.</summary>
         public static ushort[] F32ToBf16(float[] src)
         {
-            if (src == null) throw DeconvException.Invalid("src: null");
+            if (src == null) throw DeconvException.Invalid("src: null, but it holds the floats to convert");
             var dst = new ushort[src.LongLength];
             F32ToBf16(src, dst);
             return dst;
@@ -70,7 +70,7 @@ namespace Deconv
         /// <summary>src as floats, in a new array.</summary>
         public static float[] Bf16ToF32(ushort[] src)
         {
-            if (src == null) throw DeconvException.Invalid("src: null");
+            if (src == null) throw DeconvException.Invalid("src: null, but it holds the bf16 words to convert");
             var dst = new float[src.LongLength];
             Bf16ToF32(src, dst);
             return dst;
@@ -121,8 +121,9 @@ namespace Deconv
         // which the library would reject.
         private static bool CheckPair(Array src, Array dst)
         {
-            if (src == null) throw DeconvException.Invalid("src: null");
-            if (dst == null) throw DeconvException.Invalid("dst: null");
+            if (src == null) throw DeconvException.Invalid("src: null, but it holds the values to convert");
+            if (dst == null)
+                throw DeconvException.Invalid("dst: null, but the conversion needs somewhere to write");
             if (dst.LongLength < src.LongLength)
                 throw DeconvException.Invalid(string.Format("dst: {0} elements, src has {1}",
                                                             dst.LongLength, src.LongLength));

@@ -10,8 +10,10 @@ namespace Deconv
     /// batch 1, channels 1, groups 1, in_size/kernel/stride/dilate 1, pad/adj/target_shape 0,
     /// bias on, F32, ChannelsFirst, Inference). Values are only validated by the library, when a
     /// <see cref="Deconvolution"/> is created or <see cref="OutputShape"/> is called.
-    /// Spatial arrays are outermost first (w; h, w; d, h, w); setting one copies the given
-    /// entries (at most 3) and resets the others to their default.
+    /// Spatial arrays are outermost first (w; h, w; d, h, w) and take 1 to 3 values; as many as
+    /// <see cref="Rank"/> must be given (checked when the problem is used, so that the
+    /// properties can be set in any order). The arrays are copied in and out: changing an array
+    /// passed to or read from a property does not change the parameters.
     /// </summary>
     public sealed class DeconvParams
     {
@@ -22,7 +24,8 @@ namespace Deconv
             TargetShapeI = 6;
 
         private readonly long[][] arrays = new long[ArrayNames.Length][];
-        private readonly long[] arrayDefaults = new long[ArrayNames.Length];
+        // How many values each spatial property was given (-1: never set), checked against Rank.
+        private readonly int[] given = { -1, -1, -1, -1, -1, -1, -1 };
 
         /// <summary>Number of spatial dimensions: 1, 2 or 3.</summary>
         public int Rank { get; set; }
@@ -79,17 +82,30 @@ namespace Deconv
                 {
                     arrays[a] = new long[MaxRank];
                     for (int i = 0; i < MaxRank; i++) arrays[a][i] = NativeGet(p, a, i);
-                    arrayDefaults[a] = arrays[a][0];
                 }
             }
         }
 
-        /// <summary>An independent copy.</summary>
+        // Not MemberwiseClone: that would share the readonly arrays with the original.
+        private DeconvParams(DeconvParams other)
+        {
+            Rank = other.Rank;
+            Batch = other.Batch;
+            InChannels = other.InChannels;
+            OutChannels = other.OutChannels;
+            Groups = other.Groups;
+            NoBias = other.NoBias;
+            DType = other.DType;
+            Layout = other.Layout;
+            Mode = other.Mode;
+            for (int a = 0; a < ArrayNames.Length; a++) arrays[a] = (long[])other.arrays[a].Clone();
+            Array.Copy(other.given, given, given.Length);
+        }
+
+        /// <summary>An independent (deep) copy: changing either one leaves the other as it was.</summary>
         public DeconvParams Clone()
         {
-            var c = (DeconvParams)MemberwiseClone();
-            for (int a = 0; a < ArrayNames.Length; a++) c.arrays[a] = (long[])arrays[a].Clone();
-            return c;
+            return new DeconvParams(this);
         }
 
         /// <summary>The output spatial size (first Rank entries) this problem produces.</summary>
@@ -120,16 +136,28 @@ namespace Deconv
 
         private void Set(int a, long[] values)
         {
-            if (values == null) throw DeconvException.Invalid(ArrayNames[a] + ": null");
-            if (values.Length > MaxRank)
-                throw DeconvException.Invalid(string.Format("{0}: {1} values, at most {2}",
+            if (values == null)
+                throw DeconvException.Invalid(string.Format("{0}: null, but 1 to {1} values are expected",
+                    ArrayNames[a], MaxRank));
+            if (values.Length < 1 || values.Length > MaxRank)
+                throw DeconvException.Invalid(string.Format("{0}: {1} values given, 1 to {2} expected",
                     ArrayNames[a], values.Length, MaxRank));
-            for (int i = 0; i < MaxRank; i++) arrays[a][i] = i < values.Length ? values[i] : arrayDefaults[a];
+            Array.Copy(values, arrays[a], values.Length);
+            given[a] = values.Length;
         }
 
-        /// <summary>A native deconv_params holding these values; the caller disposes it.</summary>
+        /// <summary>A native deconv_params holding these values; the caller disposes it. The
+        /// library checks the values; the binding only checks what the C struct cannot express:
+        /// spatial values given for another rank (the C struct would read defaults or leftovers
+        /// for the missing ones).</summary>
         internal deconv_params ToNative()
         {
+            // An invalid rank is left to the library, whose message names it.
+            if (Rank >= 1 && Rank <= MaxRank)
+                for (int a = 0; a < ArrayNames.Length; a++)
+                    if (given[a] != -1 && given[a] != Rank)
+                        throw DeconvException.Invalid(string.Format("{0}: {1} values given for rank = {2}",
+                            ArrayNames[a], given[a], Rank));
             var p = NewNative();
             try
             {

@@ -38,7 +38,7 @@ namespace Deconv
         /// library, naming the field), or the native library cannot be loaded.</exception>
         public Deconvolution(DeconvParams parameters)
         {
-            if (parameters == null) throw DeconvException.Invalid("params: null");
+            if (parameters == null) throw DeconvException.Invalid("params: null, but a Deconvolution needs the problem to create");
             NativeLoader.Ensure();
             this.parameters = parameters.Clone();
             using (var p = this.parameters.ToNative())

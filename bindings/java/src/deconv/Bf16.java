@@ -14,7 +14,7 @@ public final class Bf16 {
 
     /** New bf16 words for {@code src}. */
     public static short[] fromFloat(float[] src) {
-        if (src == null) throw DeconvException.invalid("src: null");
+        if (src == null) throw DeconvException.invalid("src: null, but it holds the floats to convert");
         short[] dst = new short[src.length];
         fromFloat(src, dst);
         return dst;
@@ -22,7 +22,7 @@ public final class Bf16 {
 
     /** New floats for the bf16 words of {@code src} (exact). */
     public static float[] toFloat(short[] src) {
-        if (src == null) throw DeconvException.invalid("src: null");
+        if (src == null) throw DeconvException.invalid("src: null, but it holds the bf16 words to convert");
         float[] dst = new float[src.length];
         toFloat(src, dst);
         return dst;
@@ -49,8 +49,8 @@ public final class Bf16 {
     }
 
     private static void convert(boolean toBf16, Object src, long count, Object dst) {
-        if (src == null) throw DeconvException.invalid("src: null");
-        if (dst == null) throw DeconvException.invalid("dst: null");
+        if (src == null) throw DeconvException.invalid("src: null, but it holds the values to convert");
+        if (dst == null) throw DeconvException.invalid("dst: null, but the conversion needs somewhere to write");
         src = Buffers.check("src", src, count, false);
         dst = Buffers.check("dst", dst, count, true);
         NativeLoader.load();

@@ -245,7 +245,7 @@ public final class DeconvParams {
 
     private DeconvParams set(int which, long[] values) {
         String name = ARRAY_NAMES[which];
-        if (values == null) throw DeconvException.invalid(name + ": null");
+        if (values == null) throw DeconvException.invalid(name + ": null, but 1 to " + MAX_RANK + " values are expected");
         if (values.length < 1 || values.length > MAX_RANK)
             throw DeconvException.invalid(name + ": " + values.length + " values given, 1 to " + MAX_RANK + " expected");
         System.arraycopy(values, 0, arrays[which], 0, values.length);
@@ -262,9 +262,10 @@ public final class DeconvParams {
      * checks what the C struct cannot express (null enums, spatial values given for another rank).
      */
     deconv_params toNative() {
-        if (dtype == null) throw DeconvException.invalid("dtype: null");
-        if (layout == null) throw DeconvException.invalid("layout: null");
-        if (mode == null) throw DeconvException.invalid("mode: null");
+        if (dtype == null) throw DeconvException.invalid("dtype: null, but every problem has one (F32 or BF16)");
+        if (layout == null)
+            throw DeconvException.invalid("layout: null, but every problem has one (CHANNELS_FIRST or CHANNELS_LAST)");
+        if (mode == null) throw DeconvException.invalid("mode: null, but every problem has one (INFERENCE or TRAINING)");
         if (rank >= 1 && rank <= MAX_RANK)
             for (int i = 0; i < given.length; i++)
                 if (given[i] != -1 && given[i] != rank)

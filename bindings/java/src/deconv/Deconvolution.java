@@ -67,7 +67,7 @@ public final class Deconvolution implements AutoCloseable {
 
     /** Creates the handle for a problem; throws DeconvException naming the first invalid field. */
     public Deconvolution(DeconvParams params) {
-        if (params == null) throw DeconvException.invalid("params: null");
+        if (params == null) throw DeconvException.invalid("params: null, but a Deconvolution needs the problem to create");
         NativeLoader.load();
         this.params = params.copy();
         deconv_params p = this.params.toNative();
@@ -129,7 +129,7 @@ public final class Deconvolution implements AutoCloseable {
      * DeconvException for a pass the handle lacks (the backward passes of an INFERENCE handle).
      */
     public String implName(Pass pass) {
-        if (pass == null) throw DeconvException.invalid("pass: null");
+        if (pass == null) throw DeconvException.invalid("pass: null; name the pass (FORWARD, BACKWARD_DATA or BACKWARD_WEIGHTS)");
         Lock l = enter(lock.readLock());
         try {
             String name = DeconvNative.deconv_impl_name(handle.pointer, pass.value);
@@ -275,7 +275,7 @@ public final class Deconvolution implements AutoCloseable {
 
     private void forwardAny(DType type, Object src, Object weights, Object bias, Object dst, Req req) {
         checkDType(type);
-        if (req == null) throw DeconvException.invalid("req: null");
+        if (req == null) throw DeconvException.invalid("req: null; pass Req.WRITE, Req.ADD, or Req.NULL to compute nothing");
         if (weights == null) {
             if (bias != null)
                 throw DeconvException.invalid("bias: must be null when weights is null (the bias of setWeights is used)");
@@ -283,8 +283,9 @@ public final class Deconvolution implements AutoCloseable {
             weights = Buffers.check("weights", weights, weightsSize, false);
             bias = checkBias(bias);
         }
-        src = required("src", src, srcSize, false);
-        dst = req == Req.NULL ? optional("dst", dst, dstSize, true) : required("dst", dst, dstSize, true);
+        src = required("src", "forward needs the input", src, srcSize, false);
+        dst = req == Req.NULL ? optional("dst", dst, dstSize, true)
+                              : required("dst", "req = " + req + " needs the output buffer", dst, dstSize, true);
         Lock l = enter(lock.readLock());
         try {
             DeconvException.check(DeconvNative.deconv_forward(handle.pointer, src, weights, bias, dst, req.value));
@@ -296,22 +297,33 @@ public final class Deconvolution implements AutoCloseable {
     private void backwardAny(DType type, Object src, Object weights, Object diffDst, Object diffSrc, Req reqSrc,
             Object diffWeights, Req reqWeights, Object diffBias, Req reqBias) {
         checkDType(type);
-        if (reqSrc == null) throw DeconvException.invalid("req_src: null");
-        if (reqWeights == null) throw DeconvException.invalid("req_weights: null");
-        if (reqBias == null) throw DeconvException.invalid("req_bias: null");
+        if (reqSrc == null) throw DeconvException.invalid("req_src: null; pass Req.NULL not to compute diff_src");
+        if (reqWeights == null)
+            throw DeconvException.invalid("req_weights: null; pass Req.NULL not to compute diff_weights");
+        if (reqBias == null) throw DeconvException.invalid("req_bias: null; pass Req.NULL not to compute diff_bias");
         if (params.noBias() && reqBias != Req.NULL)
             throw DeconvException.invalid("req_bias: " + reqBias + " but the problem has no bias; use Req.NULL");
         boolean any = reqSrc != Req.NULL || reqWeights != Req.NULL || reqBias != Req.NULL;
         boolean dataGrad = reqSrc != Req.NULL, weightsGrad = reqWeights != Req.NULL;
-        diffDst = any ? required("diff_dst", diffDst, dstSize, false) : optional("diff_dst", diffDst, dstSize, false);
-        weights = dataGrad ? required("weights", weights, weightsSize, false)
-                           : optional("weights", weights, weightsSize, false);
-        src = weightsGrad ? required("src", src, srcSize, false) : optional("src", src, srcSize, false);
-        diffSrc = dataGrad ? required("diff_src", diffSrc, srcSize, true) : optional("diff_src", diffSrc, srcSize, true);
-        diffWeights = weightsGrad ? required("diff_weights", diffWeights, weightsSize, true)
-                                  : optional("diff_weights", diffWeights, weightsSize, true);
-        diffBias = reqBias != Req.NULL ? required("diff_bias", diffBias, biasSize, true)
-                                       : optional("diff_bias", diffBias, biasSize, true);
+        diffDst = any ? required("diff_dst", "every backward output needs it", diffDst, dstSize, false)
+                      : optional("diff_dst", diffDst, dstSize, false);
+        weights = dataGrad
+                ? required("weights", "req_src = " + reqSrc + " asks for diff_src, which needs the weights", weights,
+                        weightsSize, false)
+                : optional("weights", weights, weightsSize, false);
+        src = weightsGrad
+                ? required("src", "req_weights = " + reqWeights + " asks for diff_weights, which needs the forward "
+                        + "input", src, srcSize, false)
+                : optional("src", src, srcSize, false);
+        diffSrc = dataGrad ? required("diff_src", "req_src is " + reqSrc + ", not Req.NULL", diffSrc, srcSize, true)
+                           : optional("diff_src", diffSrc, srcSize, true);
+        diffWeights = weightsGrad
+                ? required("diff_weights", "req_weights is " + reqWeights + ", not Req.NULL", diffWeights,
+                        weightsSize, true)
+                : optional("diff_weights", diffWeights, weightsSize, true);
+        diffBias = reqBias != Req.NULL
+                ? required("diff_bias", "req_bias is " + reqBias + ", not Req.NULL", diffBias, biasSize, true)
+                : optional("diff_bias", diffBias, biasSize, true);
         Lock l = enter(lock.readLock());
         try {
             DeconvException.check(DeconvNative.deconv_backward(handle.pointer, src, weights, diffDst, diffSrc,
@@ -323,7 +335,7 @@ public final class Deconvolution implements AutoCloseable {
 
     private void setWeightsAny(DType type, Object weights, Object bias) {
         checkDType(type);
-        weights = required("weights", weights, weightsSize, false);
+        weights = required("weights", "setWeights needs the weights to pack", weights, weightsSize, false);
         bias = checkBias(bias);
         // Exclusive: the library forbids packing while another thread runs forward.
         Lock l = enter(lock.writeLock());
@@ -339,7 +351,7 @@ public final class Deconvolution implements AutoCloseable {
             if (bias != null) throw DeconvException.invalid("bias: must be null, the problem has no bias (noBias)");
             return null;
         }
-        return required("bias", bias, biasSize, false);
+        return required("bias", "the problem has a bias (noBias is false)", bias, biasSize, false);
     }
 
     private void checkDType(DType type) {
@@ -349,8 +361,9 @@ public final class Deconvolution implements AutoCloseable {
                     : "short[]/ShortBuffer (bf16) data given to an F32 problem (pass float[]/FloatBuffer)"));
     }
 
-    private static Object required(String name, Object buffer, long need, boolean output) {
-        if (buffer == null) throw DeconvException.invalid(name + ": null");
+    /** A buffer that must be there; {@code why} says what needs it, as the library's messages do. */
+    private static Object required(String name, String why, Object buffer, long need, boolean output) {
+        if (buffer == null) throw DeconvException.invalid(name + ": null, but " + why);
         return Buffers.check(name, buffer, need, output);
     }
 

@@ -6,13 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import deconv.Bf16;
 import deconv.DType;
 import deconv.DeconvException;
 import deconv.DeconvLibrary;
-import deconv.DeconvNative;
 import deconv.DeconvParams;
 import deconv.Deconvolution;
 import deconv.Mode;
+import deconv.NativeProbe;
 import deconv.Pass;
 import deconv.Req;
 import deconv.Status;
@@ -43,7 +44,7 @@ class ErrorsTest {
     /** A native failure: the message is the library's, read on the same thread. */
     static void failsNatively(String needle, Executable call) {
         DeconvException e = fails(Status.INVALID_ARGUMENT, needle, call);
-        assertEquals(DeconvNative.deconv_last_error(), e.getMessage());
+        assertEquals(NativeProbe.lastError(), e.getMessage());
     }
 
     @Test
@@ -97,22 +98,37 @@ class ErrorsTest {
         }
     }
 
+    /** A check of the binding with exactly this message. */
+    static void failsWith(String message, Executable call) {
+        assertEquals(message, fails(Status.INVALID_ARGUMENT, message, call).getMessage());
+    }
+
     @Test
-    void nullBuffersAndRequests() {
+    void nullBuffersAndRequestsNameTheArgumentAndTheReason() {
         try (Deconvolution d = new Deconvolution(small())) {
             float[] src = new float[18], w = new float[16], b = new float[2], dst = new float[32];
-            fails(Status.INVALID_ARGUMENT, "src: null", () -> d.forward(null, w, b, dst));
-            fails(Status.INVALID_ARGUMENT, "dst: null", () -> d.forward(src, w, b, null));
-            fails(Status.INVALID_ARGUMENT, "req: null", () -> d.forward(src, w, b, dst, null));
-            fails(Status.INVALID_ARGUMENT, "bias: null", () -> d.forward(src, w, null, dst));
+            failsWith("src: null, but forward needs the input", () -> d.forward(null, w, b, dst));
+            failsWith("dst: null, but req = WRITE needs the output buffer", () -> d.forward(src, w, b, null));
+            failsWith("dst: null, but req = ADD needs the output buffer", () -> d.forward(src, w, b, null, Req.ADD));
+            failsWith("req: null; pass Req.WRITE, Req.ADD, or Req.NULL to compute nothing",
+                    () -> d.forward(src, w, b, dst, null));
+            failsWith("bias: null, but the problem has a bias (noBias is false)", () -> d.forward(src, w, null, dst));
+            failsWith("bias: null, but the problem has a bias (noBias is false)", () -> d.setWeights(w, null));
             fails(Status.INVALID_ARGUMENT, "bias: must be null when weights is null", () -> d.forward(src, null, b, dst));
-            fails(Status.INVALID_ARGUMENT, "weights: null", () -> d.setWeights((float[]) null, b));
+            failsWith("weights: null, but setWeights needs the weights to pack", () -> d.setWeights((float[]) null, b));
+            failsWith("pass: null; name the pass (FORWARD, BACKWARD_DATA or BACKWARD_WEIGHTS)", () -> d.implName(null));
         }
         try (Deconvolution d = new Deconvolution(small().noBias(true))) {
             fails(Status.INVALID_ARGUMENT, "bias: must be null",
                     () -> d.forward(new float[18], new float[16], new float[2], new float[32]));
             fails(Status.INVALID_ARGUMENT, "bias: must be null", () -> d.setWeights(new float[16], new float[2]));
         }
+        failsWith("params: null, but a Deconvolution needs the problem to create", () -> new Deconvolution(null));
+        failsWith("in_size: null, but 1 to 3 values are expected", () -> small().inSize((long[]) null));
+        failsWith("layout: null, but every problem has one (CHANNELS_FIRST or CHANNELS_LAST)",
+                () -> new Deconvolution(small().layout(null)));
+        failsWith("src: null, but it holds the floats to convert", () -> Bf16.fromFloat((float[]) null));
+        failsWith("dst: null, but the conversion needs somewhere to write", () -> Bf16.toFloat(new short[1], null));
     }
 
     @Test
@@ -136,13 +152,20 @@ class ErrorsTest {
         }
         try (Deconvolution d = new Deconvolution(small().mode(Mode.TRAINING))) {
             float[] src = new float[18], w = new float[16], dd = new float[32];
-            fails(Status.INVALID_ARGUMENT, "diff_dst: null", () -> d.backward(src, w, null, new float[18], null, null));
-            fails(Status.INVALID_ARGUMENT, "weights: null", () -> d.backward(src, null, dd, new float[18], null, null));
-            fails(Status.INVALID_ARGUMENT, "src: null", () -> d.backward(null, w, dd, null, new float[16], null));
+            failsWith("diff_dst: null, but every backward output needs it",
+                    () -> d.backward(src, w, null, new float[18], null, null));
+            failsWith("weights: null, but req_src = WRITE asks for diff_src, which needs the weights",
+                    () -> d.backward(src, null, dd, new float[18], null, null));
+            failsWith("src: null, but req_weights = WRITE asks for diff_weights, which needs the forward input",
+                    () -> d.backward(null, w, dd, null, new float[16], null));
             fails(Status.INVALID_ARGUMENT, "diff_bias: 1 elements", () -> d.backward(src, w, dd, null, null, new float[1]));
-            fails(Status.INVALID_ARGUMENT, "diff_src: null",
+            failsWith("diff_src: null, but req_src is WRITE, not Req.NULL",
                     () -> d.backward(src, w, dd, null, Req.WRITE, null, Req.NULL, null, Req.NULL));
-            fails(Status.INVALID_ARGUMENT, "req_weights: null",
+            failsWith("diff_weights: null, but req_weights is ADD, not Req.NULL",
+                    () -> d.backward(src, w, dd, null, Req.NULL, null, Req.ADD, null, Req.NULL));
+            failsWith("diff_bias: null, but req_bias is WRITE, not Req.NULL",
+                    () -> d.backward(src, w, dd, null, Req.NULL, null, Req.NULL, null, Req.WRITE));
+            failsWith("req_weights: null; pass Req.NULL not to compute diff_weights",
                     () -> d.backward(src, w, dd, null, Req.NULL, null, null, null, Req.NULL));
         }
         try (Deconvolution d = new Deconvolution(small().mode(Mode.TRAINING).noBias(true))) {
@@ -169,6 +192,6 @@ class ErrorsTest {
     void unsupportedBf16NamesDtype() {
         assumeTrue(!DeconvLibrary.bf16Supported(), "this CPU runs bf16 (covered by ONEDNN_MAX_CPU_ISA=AVX2 runs)");
         DeconvException e = fails(Status.UNSUPPORTED, "dtype", () -> new Deconvolution(small().dtype(DType.BF16)));
-        assertEquals(DeconvNative.deconv_last_error(), e.getMessage());
+        assertEquals(NativeProbe.lastError(), e.getMessage());
     }
 }
