@@ -114,14 +114,12 @@ std::shared_ptr<const Plan> build(const Problem &problem, Pass pass, Route route
 
 } // namespace
 
-std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass) {
-    // Candidates in order of preference: the problem's own data type first, oneDNN's
-    // deconvolution first.
-    std::vector<Route> candidates;
-    for (DataType compute : computes_allowed(problem.spec().dtype))
-        for (Formulation formulation : formulations_allowed(problem)) candidates.push_back({compute, formulation});
-    if (candidates.size() == 1) return build(problem, pass, candidates.front());
+namespace {
 
+// The fastest plan of `candidates` (in order of preference); throws the last error when none
+// builds.
+std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const std::vector<Route> &candidates) {
+    if (candidates.size() == 1) return build(problem, pass, candidates.front());
     std::vector<int64_t> key = problem.signature();
     key.push_back(static_cast<int64_t>(pass));
     Route decided;
@@ -129,12 +127,12 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
 
     std::vector<Route> routes;
     std::vector<std::shared_ptr<const Plan>> plans;
-    for (const Route &route : candidates) {
+    for (size_t c = 0; c < candidates.size(); ++c) {
         try {
-            plans.push_back(build(problem, pass, route));
-            routes.push_back(route);
+            plans.push_back(build(problem, pass, candidates[c]));
+            routes.push_back(candidates[c]);
         } catch (const Error &e) { // e.g. no bf16 kernel builds for this geometry: others do the work
-            if (e.status() != Status::unsupported || (plans.empty() && &route == &candidates.back())) throw;
+            if (e.status() != Status::unsupported || (plans.empty() && c + 1 == candidates.size())) throw;
         }
     }
     // A reference kernel is never timed (it can take minutes) nor chosen while a real kernel
@@ -159,6 +157,25 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
     for (size_t i = 0; i < plans.size(); ++i)
         if (routes[i].compute == route.compute && routes[i].formulation == route.formulation) return plans[i];
     return build(problem, pass, route);
+}
+
+} // namespace
+
+std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass) {
+    // Candidates in order of preference: the problem's own data type first, oneDNN's
+    // deconvolution first.
+    std::vector<Route> candidates;
+    for (DataType compute : computes_allowed(problem.spec().dtype))
+        for (Formulation formulation : formulations_allowed(problem)) candidates.push_back({compute, formulation});
+    try {
+        return fastest_of(problem, pass, candidates);
+    } catch (const Error &e) {
+        // A pinned bf16 compute still falls back to f32 where no bf16 kernel runs the problem.
+        const bool bf16_only = candidates.front().compute == DataType::bf16 && candidates.back().compute == DataType::bf16;
+        if (e.status() != Status::unsupported || !bf16_only) throw;
+        for (Route &r : candidates) r.compute = DataType::f32;
+        return fastest_of(problem, pass, candidates);
+    }
 }
 
 } // namespace libdeconv

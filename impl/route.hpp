@@ -14,7 +14,9 @@
 namespace libdeconv {
 
 // DECONV_BF16_COMPUTE=bf16|f32 and DECONV_FORMULATION=deconvolution|matmul force a route (for
-// tests and reproducibility); default: measured. A measured route is remembered for the process
+// tests and reproducibility) where it can run the problem (bf16 falls back to f32 where no bf16
+// kernel does, matmul to deconvolution for problems that are no matrix product); default:
+// measured. A measured route is remembered for the process
 // (the last 65536 problems and passes), so a problem keeps its route and its exact results when
 // its plan is evicted and made again, and threads creating the same new problem at once agree.
 std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass);
