@@ -34,6 +34,10 @@ struct Role {
     // How the primitive sees the internal copy when that differs from conversion.internal
     // (a matmul's matrix over a permuted copy of an N-d tensor); empty otherwise.
     dnnl::memory::desc primitive_view;
+    // Outputs: an add request goes through this commit instead of oneDNN's summing reorder,
+    // which is several times slower than its plain one for transposes (bf16 above all).
+    bool add_by_commit = false;
+    OutputCommit add_commit;
 };
 
 // Role indices per pass.

@@ -157,6 +157,11 @@ void execute(const Plan &plan, const Tensors &tensors) {
                     t.req == Req::add);
             continue;
         }
+        if (t.req == Req::add && r.add_by_commit) {
+            stream.wait();
+            commit_output(r.add_commit, workspace + r.internal_offset, const_cast<void *>(t.user), nullptr, true);
+            continue;
+        }
         point_to(b.user[i], t.user);
         reorder(t.req == Req::add ? r.conversion.add_to_user : r.conversion.to_user, stream, b.internal[i], b.user[i],
                 b.scratchpad);

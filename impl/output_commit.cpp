@@ -41,7 +41,7 @@ void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, con
             for (int64_t p0 = 0; p0 < pixels; p0 += kTile) {
                 const int64_t p1 = std::min(pixels, p0 + kTile);
                 for (int64_t k = 0; k < width; ++k) {
-                    const float beta = bias[c0 + k];
+                    const float beta = bias ? bias[c0 + k] : 0.f;
                     Out *row = to + k * b.stride_block;
                     for (int64_t p = p0; p < p1; ++p) {
                         const float v = load(from, p * a.block + k) + beta;
@@ -53,11 +53,22 @@ void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, con
     }
 }
 
+// Channels innermost and pixels dense (nwc, nhwc, ndhwc): one block of all channels.
+bool as_one_block(ChannelBlocked &d) {
+    if (d.block != 1 || d.stride_block != 1 || !dense_spatial(d, d.channels)) return false;
+    d.block = d.channels;
+    d.stride_block = 0;
+    return true;
+}
+
 template <typename In, typename Out>
 void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
     const ChannelBlocked &a = c.internal, &b = c.user;
     if (a.block > 1 && b.block == 1 && dense_spatial(a, a.block) && dense_spatial(b, 1))
         return commit_blocked_to_planes(c, in, out, bias, add);
+    OutputCommit transposed = c;
+    if (b.block == 1 && dense_spatial(b, 1) && as_one_block(transposed.internal))
+        return commit_blocked_to_planes(transposed, in, out, bias, add);
     const int64_t blocks = (a.channels + a.block - 1) / a.block;
     const int64_t s0 = a.spatial[0], s1 = a.spatial[1], s2 = a.spatial[2];
 #pragma omp parallel for collapse(2) schedule(static)
@@ -73,7 +84,7 @@ void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bi
                                 + i1 * b.stride_spatial[1] + i2 * b.stride_spatial[2];
                         for (int64_t k = 0; k < width; ++k) {
                             const int64_t o = to + k * b.stride_block;
-                            const float v = load(in, from + k) + bias[c0 + k];
+                            const float v = load(in, from + k) + (bias ? bias[c0 + k] : 0.f);
                             store(out, o, add ? load(out, o) + v : v);
                         }
                     }
@@ -102,6 +113,12 @@ ChannelBlocked describe(const dnnl::memory::desc &desc) {
     d.type = static_cast<dt>(md.data_type);
     d.usable = d.type == dt::f32 || d.type == dt::bf16;
     return d;
+}
+
+bool OutputCommit::tiled() const {
+    if (!usable() || user.block != 1 || !dense_spatial(user, 1)) return false;
+    ChannelBlocked a = internal;
+    return (a.block > 1 && dense_spatial(a, a.block)) || as_one_block(a);
 }
 
 void commit_output(const OutputCommit &c, const void *internal, void *user, const float *bias, bool add) {

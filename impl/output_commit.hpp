@@ -25,9 +25,12 @@ ChannelBlocked describe(const dnnl::memory::desc &desc);
 struct OutputCommit {
     ChannelBlocked internal, user;
     bool usable() const { return internal.usable && user.usable; }
+    // Channel blocks (or channels-last) into channels-first planes: a tiled transpose, faster
+    // than oneDNN 2.6's reorders when it also adds into the caller's buffer.
+    bool tiled() const;
 };
 
-// user (=|+=) internal + bias[channel]; bias is f32.
+// user (=|+=) internal + bias[channel]; bias is f32, or NULL for none.
 void commit_output(const OutputCommit &commit, const void *internal, void *user, const float *bias, bool add);
 
 } // namespace libdeconv
