@@ -9,6 +9,13 @@ bool known_defective(const std::string &impl, Pass pass, const Spec &spec) {
     if (pass == Pass::backward_data && impl == "brgconv:avx512_core_amx_bf16" &&
         spec.out_channels / spec.groups > 4096)
         return true;
+    // The AMX bf16 weight gradient writes out of bounds once an outer (not innermost) output
+    // dimension reaches about 2^22 (seen from 4194303; 4194000 is fine): an int overflow at
+    // 512 bytes per position. The margin to 2^21 is ours.
+    if (pass == Pass::backward_weights && impl == "jit:avx512_core_amx_bf16")
+        for (int i = 0; i + 1 < spec.rank; ++i)
+            if (spec.stride[i] * (spec.in_size[i] - 1) + spec.dilate[i] * (spec.kernel[i] - 1) + 1 > (int64_t(1) << 21))
+                return true;
     // jit_deconvolution:avx512_core_amx_bf16 takes time in the square of the dilation (0.9 s
     // against 0.02 s in f32 at 8192, minutes at 65536), and the route would time it. It is also
     // the hint of the backward passes, which therefore compute in f32 too.

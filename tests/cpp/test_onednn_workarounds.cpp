@@ -136,6 +136,16 @@ TEST(OneDnnWorkarounds, Bf16LargeDilationIsCheap) {
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
 }
 
+// The AMX bf16 weight gradient writes out of bounds once an outer output dimension reaches about
+// 2^22; found by the fuzzer.
+TEST(OneDnnWorkarounds, Bf16WeightGradientOverAHugeOuterDimension) {
+    naive::Problem np;
+    np.rank = 2;
+    np.in_size = {2, 1, 1};
+    np.stride = {int64_t(1) << 22, 1, 1};
+    expect_bf16_matches_reference(np);
+}
+
 // Where in_size is 1 the stride multiplies nothing; some kernels still spent time and memory in
 // proportion to it (minutes and gigabytes at 2^24).
 TEST(OneDnnWorkarounds, HugeStrideOverASingleInputIsCheap) {
