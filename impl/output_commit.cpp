@@ -26,27 +26,37 @@ bool dense_spatial(const ChannelBlocked &d, int64_t step) {
 
 // Blocked internal layout into a channels-first buffer: a transpose per channel block, done in
 // tiles of pixels so that reads stay in L1 and writes are contiguous rows.
+template <bool Add, typename In, typename Out>
+void commit_tile(const In *from, Out *row, int64_t block, int64_t k, float beta, int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+        const float v = load(from, p * block + k) + beta;
+        store(row, p, Add ? load(row, p) + v : v);
+    }
+}
+
 template <typename In, typename Out>
 void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
     const ChannelBlocked &a = c.internal, &b = c.user;
     const int64_t blocks = (a.channels + a.block - 1) / a.block;
     const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
     constexpr int64_t kTile = 64;
-#pragma omp parallel for collapse(2) schedule(static)
+    const int64_t tiles = (pixels + kTile - 1) / kTile;
+    // Tiles are independent too: a single image with a single block (channels-last) still
+    // spreads over every thread.
+#pragma omp parallel for collapse(3) schedule(static)
     for (int64_t n = 0; n < a.batch; ++n) {
         for (int64_t cb = 0; cb < blocks; ++cb) {
-            const int64_t c0 = cb * a.block, width = std::min(a.block, a.channels - c0);
-            const In *from = in + n * a.stride_n + cb * a.stride_block;
-            Out *to = out + n * b.stride_n + c0 * b.stride_block;
-            for (int64_t p0 = 0; p0 < pixels; p0 += kTile) {
-                const int64_t p1 = std::min(pixels, p0 + kTile);
+            for (int64_t t = 0; t < tiles; ++t) {
+                const int64_t c0 = cb * a.block, width = std::min(a.block, a.channels - c0);
+                const In *from = in + n * a.stride_n + cb * a.stride_block;
+                Out *to = out + n * b.stride_n + c0 * b.stride_block;
+                const int64_t p0 = t * kTile, p1 = std::min(pixels, p0 + kTile);
                 for (int64_t k = 0; k < width; ++k) {
                     const float beta = bias ? bias[c0 + k] : 0.f;
-                    Out *row = to + k * b.stride_block;
-                    for (int64_t p = p0; p < p1; ++p) {
-                        const float v = load(from, p * a.block + k) + beta;
-                        store(row, p, add ? load(row, p) + v : v);
-                    }
+                    if (add)
+                        commit_tile<true>(from, to + k * b.stride_block, a.block, k, beta, p0, p1);
+                    else
+                        commit_tile<false>(from, to + k * b.stride_block, a.block, k, beta, p0, p1);
                 }
             }
         }
