@@ -87,7 +87,9 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
                                                : dnnl::prop_kind::forward_inference;
     ForwardChoice chosen = forward_pd(p.spec(), g, type, s.bias, kind);
     const memory::desc user_dst = user_data_desc(p, true);
-    if (s.bias && !bias_is_free_in(chosen.pd.impl_info_str())) {
+    // Where the kernel writes the caller's layout, oneDNN's bias pass works in place, cheaper
+    // than a commit that copies the whole output.
+    if (s.bias && !bias_is_free_in(chosen.pd.impl_info_str()) && chosen.pd.dst_desc() != user_dst) {
         ForwardChoice unbiased = forward_pd(p.spec(), g, type, false, kind);
         OutputCommit commit{describe(unbiased.pd.dst_desc()), describe(user_dst)};
         // Only when the same kernel runs without the bias and the layouts suit the commit.
