@@ -112,10 +112,6 @@ std::shared_ptr<const Plan> build(const Problem &problem, Pass pass, Route route
     return std::make_shared<const Plan>(make_plan(problem, pass, route.compute, route.formulation));
 }
 
-} // namespace
-
-namespace {
-
 // The fastest plan of `candidates` (in order of preference); throws the last error when none
 // builds.
 std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const std::vector<Route> &candidates) {
