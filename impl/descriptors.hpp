@@ -65,6 +65,10 @@ struct Plan {
     bool bias_in_commit = false;
     OutputCommit commit; // valid when bias_in_commit
     bool single_threaded = false; // built, and to be run, under SingleThreaded (threads.hpp)
+    // The same computation adding into its output (a sum post-op), for an add request on an
+    // output the primitive writes in the caller's layout: no copy and no extra pass. Plans
+    // with one output only; empty when oneDNN has no such kernel.
+    dnnl::primitive accumulating;
     // Backward weights: the primitive gives no bias gradient; the caller reduces diff_dst for it.
     bool bias_gradient_apart = false;
 };

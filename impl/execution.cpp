@@ -73,7 +73,8 @@ void reorder(const dnnl::reorder &r, dnnl::stream &stream, const dnnl::memory &f
 
 // The primitive writes this output straight into the caller's buffer.
 bool in_place(const Plan &plan, const Role &r, const Tensor &t) {
-    return r.output && r.conversion.identical && t.req == Req::write && !plan.bias_in_commit;
+    const bool request_in_place = t.req == Req::write || (t.req == Req::add && plan.accumulating);
+    return r.output && r.conversion.identical && request_in_place && !plan.bias_in_commit;
 }
 
 void point_to(const dnnl::memory &memory, const void *data) {
@@ -144,7 +145,10 @@ void execute(const Plan &plan, const Tensors &tensors) {
         stream.wait();
         std::memset(workspace, 0, plan.scratchpad_bytes);
     }
-    run(plan.primitive, stream, args, count);
+    bool accumulate = false;
+    for (int i = 0; i < kMaxRoles; ++i)
+        accumulate |= plan.roles[i].present && tensors[i].req == Req::add && in_place(plan, plan.roles[i], tensors[i]);
+    run(accumulate ? plan.accumulating : plan.primitive, stream, args, count);
 
     for (int i = 0; i < kMaxRoles; ++i) {
         const Role &r = plan.roles[i];

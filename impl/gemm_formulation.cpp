@@ -3,6 +3,7 @@
 #include "engine.hpp"
 #include "plan_building.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace libdeconv {
@@ -135,6 +136,23 @@ MatmulChoice choose_matmul(const Problem &p, Pass pass, const memory::desc &a, c
     });
 }
 
+// The chosen matmul adding into its output, when oneDNN runs that with the same kernel.
+void add_accumulating(Plan &plan, const dnnl::matmul::primitive_desc &pd) {
+    dnnl::primitive_attr attr = user_scratchpad();
+    dnnl::post_ops ops;
+    ops.append_sum(1.f);
+    attr.set_post_ops(ops);
+    try {
+        dnnl::matmul::primitive_desc summing(
+                dnnl::matmul::desc(pd.src_desc(), pd.weights_desc(), pd.bias_desc(), pd.dst_desc()), attr, cpu_engine());
+        if (std::string(summing.impl_info_str()) != pd.impl_info_str()) return;
+        plan.accumulating = dnnl::matmul(summing);
+        plan.scratchpad_bytes = std::max(plan.scratchpad_bytes, summing.scratchpad_desc().get_size());
+    } catch (const dnnl::error &e) {
+        if (e.status == dnnl_out_of_memory) throw;
+    }
+}
+
 } // namespace
 
 bool is_matrix_product(const Problem &p) {
@@ -201,6 +219,9 @@ bool make_matrix_product(Plan &plan, const Problem &p, Pass pass, dt type) {
         plan.bias_gradient_apart = s.bias;
         break;
     }
+    const int output = pass == Pass::forward ? role::fwd_dst
+                     : pass == Pass::backward_data ? role::bwd_data_diff_src : role::bwd_weights_diff_weights;
+    if (plan.roles[output].conversion.identical) add_accumulating(plan, pd);
     return true;
 }
 
