@@ -109,6 +109,24 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
         add_role(plan, role::fwd_bias, plan.bias_in_commit ? 0 : DNNL_ARG_BIAS, false,
                 memory::desc(g.bias, onednn_type(s.dtype), tag::a), memory::desc(g.bias, dt::f32, tag::a));
     add_role(plan, role::fwd_dst, DNNL_ARG_DST, true, user_dst, pd.dst_desc());
+    if (plan.roles[role::fwd_dst].conversion.identical && !plan.bias_in_commit) {
+        // The same kernel adding into the caller's buffer, for add requests (zero copy).
+        dnnl::primitive_attr attr = user_scratchpad();
+        dnnl::post_ops ops;
+        ops.append_sum(1.f);
+        attr.set_post_ops(ops);
+        try {
+            dnnl::deconvolution_forward::desc d(kind, dnnl::algorithm::deconvolution_direct, pd.src_desc(),
+                    pd.weights_desc(), pd.bias_desc(), pd.dst_desc(), g.strides, g.dilation, g.pad_l, g.pad_r);
+            dnnl::deconvolution_forward::primitive_desc summing(d, attr, cpu_engine());
+            if (std::string(summing.impl_info_str()) == plan.impl) {
+                plan.accumulating = dnnl::deconvolution_forward(summing);
+                plan.scratchpad_bytes = std::max(plan.scratchpad_bytes, scratchpad_size(summing));
+            }
+        } catch (const dnnl::error &e) {
+            if (e.status == dnnl_out_of_memory) throw;
+        }
+    }
 }
 
 // oneDNN 2.6's brgemm AMX convolution, which its bf16 deconvolution backward data wraps for most
