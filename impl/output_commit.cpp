@@ -4,6 +4,11 @@
 
 #include <algorithm>
 
+#include <immintrin.h>
+
+// GCC 12 flags the "undefined" vectors inside its own AVX-512 intrinsics (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace libdeconv {
 namespace {
 
@@ -34,6 +39,60 @@ void commit_tile(const In *from, Out *row, int64_t block, int64_t k, float beta,
     }
 }
 
+// The same, 16 pixels at a time with AVX-512 gathers; returns where it stopped (the rest is the
+// scalar loop's). A bf16 gather reads the 2 bytes after the last element: the commit's input is
+// in the workspace, which always has 64 bytes more than its regions.
+__attribute__((target("avx512f"))) inline __m512 load16(const float *from, __m512i index) {
+    return _mm512_i32gather_ps(index, from, 4);
+}
+__attribute__((target("avx512f"))) inline __m512 load16(const uint16_t *from, __m512i index) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_i32gather_epi32(index, from, 2), 16));
+}
+__attribute__((target("avx512f"))) inline __m512 load_row(const float *row) { return _mm512_loadu_ps(row); }
+__attribute__((target("avx512f"))) inline __m512 load_row(const uint16_t *row) {
+    const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(words), 16));
+}
+__attribute__((target("avx512f"))) inline void store_row(float *row, __m512 v) { _mm512_storeu_ps(row, v); }
+__attribute__((target("avx512f"))) inline void store_row(uint16_t *row, __m512 v) {
+    // Round to nearest even; NaN stays NaN (quiet), as f32_to_bf16.
+    const __m512i bits = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    const __m512i rounded =
+            _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd)), 16);
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m512i words = _mm512_mask_blend_epi32(nan, rounded, quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(row), _mm512_cvtepi32_epi16(words));
+}
+
+template <bool Add, typename In, typename Out>
+__attribute__((target("avx512f"))) int64_t commit_tile_avx512(
+        const In *from, Out *row, int64_t block, int64_t k, float beta, int64_t p0, int64_t p1) {
+    const __m512i lanes = _mm512_mullo_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(int(block)));
+    const __m512 b = _mm512_set1_ps(beta);
+    int64_t p = p0;
+    for (; p + 16 <= p1; p += 16) {
+        __m512 v = _mm512_add_ps(load16(from + p * block + k, lanes), b);
+        if (Add) v = _mm512_add_ps(v, load_row(row + p));
+        store_row(row + p, v);
+    }
+    return p;
+}
+
+bool has_avx512() {
+    static const bool has = __builtin_cpu_supports("avx512f");
+    return has;
+}
+
+template <bool Add, typename In, typename Out>
+void commit_row(const In *from, Out *row, int64_t block, int64_t k, float beta, int64_t p0, int64_t p1) {
+    // Indices of one gather stay far inside int (block is at most the channel count).
+    if (has_avx512() && block <= (int64_t(1) << 26)) p0 = commit_tile_avx512<Add>(from, row, block, k, beta, p0, p1);
+    commit_tile<Add>(from, row, block, k, beta, p0, p1);
+}
+
 template <typename In, typename Out>
 void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
     const ChannelBlocked &a = c.internal, &b = c.user;
@@ -54,9 +113,9 @@ void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, con
                 for (int64_t k = 0; k < width; ++k) {
                     const float beta = bias ? bias[c0 + k] : 0.f;
                     if (add)
-                        commit_tile<true>(from, to + k * b.stride_block, a.block, k, beta, p0, p1);
+                        commit_row<true>(from, to + k * b.stride_block, a.block, k, beta, p0, p1);
                     else
-                        commit_tile<false>(from, to + k * b.stride_block, a.block, k, beta, p0, p1);
+                        commit_row<false>(from, to + k * b.stride_block, a.block, k, beta, p0, p1);
                 }
             }
         }
