@@ -71,10 +71,11 @@ void reorder(const dnnl::reorder &r, dnnl::stream &stream, const dnnl::memory &f
     run(r, stream, args, 3);
 }
 
-// The primitive writes this output straight into the caller's buffer.
+// The primitive writes this output straight into the caller's buffer (where a bias commit then
+// adds the bias in place).
 bool in_place(const Plan &plan, const Role &r, const Tensor &t) {
     const bool request_in_place = t.req == Req::write || (t.req == Req::add && plan.accumulating);
-    return r.output && r.conversion.identical && request_in_place && !plan.bias_in_commit;
+    return r.output && r.conversion.identical && request_in_place;
 }
 
 void point_to(const dnnl::memory &memory, const void *data) {
@@ -154,13 +155,14 @@ void execute(const Plan &plan, const Tensors &tensors) {
         const Role &r = plan.roles[i];
         const Tensor &t = tensors[i];
         if (!r.present || !r.output || t.req == Req::null) continue;
-        if (in_place(plan, r, t)) continue;
         if (plan.bias_in_commit) {
             stream.wait();
-            commit_output(plan.commit, workspace + r.internal_offset, const_cast<void *>(t.user), commit_bias,
-                    t.req == Req::add);
+            const bool written = in_place(plan, r, t);
+            commit_output(plan.commit, written ? t.user : workspace + r.internal_offset, const_cast<void *>(t.user),
+                    commit_bias, t.req == Req::add && !written);
             continue;
         }
+        if (in_place(plan, r, t)) continue;
         if (t.req == Req::add && r.add_by_commit) {
             stream.wait();
             commit_output(r.add_commit, workspace + r.internal_offset, const_cast<void *>(t.user), nullptr, true);

@@ -39,22 +39,17 @@ void commit_tile(const In *from, Out *row, int64_t block, int64_t k, float beta,
     }
 }
 
-// The same, 16 pixels at a time with AVX-512 gathers; returns where it stopped (the rest is the
-// scalar loop's). A bf16 gather reads the 2 bytes after the last element: the commit's input is
-// in the workspace, which always has 64 bytes more than its regions.
-__attribute__((target("avx512f"))) inline __m512 load16(const float *from, __m512i index) {
-    return _mm512_i32gather_ps(index, from, 4);
-}
-__attribute__((target("avx512f"))) inline __m512 load16(const uint16_t *from, __m512i index) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_i32gather_epi32(index, from, 2), 16));
-}
-__attribute__((target("avx512f"))) inline __m512 load_row(const float *row) { return _mm512_loadu_ps(row); }
-__attribute__((target("avx512f"))) inline __m512 load_row(const uint16_t *row) {
-    const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row));
+// The same with AVX-512: 16 pixels x 16 channels at a time, loaded as 16 pixel rows, transposed
+// in registers into 16 channel rows and stored with masks at the channel and pixel edges.
+#define LIBDECONV_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+LIBDECONV_AVX512 inline __m512 load_masked(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+LIBDECONV_AVX512 inline __m512 load_masked(const uint16_t *p, __mmask16 m) {
+    const __m256i words = _mm256_maskz_loadu_epi16(m, p);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(words), 16));
 }
-__attribute__((target("avx512f"))) inline void store_row(float *row, __m512 v) { _mm512_storeu_ps(row, v); }
-__attribute__((target("avx512f"))) inline void store_row(uint16_t *row, __m512 v) {
+LIBDECONV_AVX512 inline void store_masked(float *p, __mmask16 m, __m512 v) { _mm512_mask_storeu_ps(p, m, v); }
+LIBDECONV_AVX512 inline void store_masked(uint16_t *p, __mmask16 m, __m512 v) {
     // Round to nearest even; NaN stays NaN (quiet), as f32_to_bf16.
     const __m512i bits = _mm512_castps_si512(v);
     const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
@@ -63,34 +58,70 @@ __attribute__((target("avx512f"))) inline void store_row(uint16_t *row, __m512 v
     const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
     const __m512i words = _mm512_mask_blend_epi32(nan, rounded, quiet);
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(row), _mm512_cvtepi32_epi16(words));
+    _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(words));
 }
 
-template <bool Add, typename In, typename Out>
-__attribute__((target("avx512f"))) int64_t commit_tile_avx512(
-        const In *from, Out *row, int64_t block, int64_t k, float beta, int64_t p0, int64_t p1) {
-    const __m512i lanes = _mm512_mullo_epi32(
-            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(int(block)));
-    const __m512 b = _mm512_set1_ps(beta);
-    int64_t p = p0;
-    for (; p + 16 <= p1; p += 16) {
-        __m512 v = _mm512_add_ps(load16(from + p * block + k, lanes), b);
-        if (Add) v = _mm512_add_ps(v, load_row(row + p));
-        store_row(row + p, v);
+// r[i] row i of a 16x16 matrix -> r[i] column i.
+LIBDECONV_AVX512 inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
     }
-    return p;
+    for (int i = 0; i < 16; i += 4)
+        for (int j = 0; j < 2; ++j) {
+            const __m512d a = _mm512_castps_pd(t[i + j]), b = _mm512_castps_pd(t[i + j + 2]);
+            r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    for (int i = 0; i < 16; i += 8)
+        for (int j = 0; j < 4; ++j) {
+            t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+            t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+        }
+    for (int j = 0; j < 8; ++j) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+        r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+    }
+}
+
+// Channels [k0, k0 + width) of pixels [p0, p1) of one block: pixel p, channel k is
+// from[p * block + k]; channel k goes to rows[k * row_stride + p].
+template <bool Add, typename In, typename Out>
+LIBDECONV_AVX512 void commit_tile_avx512(const In *from, Out *rows, int64_t row_stride, int64_t block, int64_t k0,
+        int64_t width, const float *bias, int64_t p0, int64_t p1) {
+    for (; k0 < width; k0 += 16) {
+        const int64_t channels = std::min<int64_t>(16, width - k0);
+        const __mmask16 channel_mask = static_cast<__mmask16>((1u << channels) - 1);
+        for (int64_t p = p0; p < p1; p += 16) {
+            const int64_t pixels = std::min<int64_t>(16, p1 - p);
+            const __mmask16 pixel_mask = static_cast<__mmask16>((1u << pixels) - 1);
+            __m512 r[16];
+            for (int i = 0; i < 16; ++i)
+                r[i] = i < pixels ? load_masked(from + (p + i) * block + k0, channel_mask) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int k = 0; k < channels; ++k) {
+                Out *row = rows + (k0 + k) * row_stride + p;
+                __m512 v = bias ? _mm512_add_ps(r[k], _mm512_set1_ps(bias[k0 + k])) : r[k];
+                if (Add) v = _mm512_add_ps(v, load_masked(row, pixel_mask));
+                store_masked(row, pixel_mask, v);
+            }
+        }
+    }
 }
 
 bool has_avx512() {
-    static const bool has = __builtin_cpu_supports("avx512f");
+    static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vl");
     return has;
 }
 
 template <bool Add, typename In, typename Out>
-void commit_row(const In *from, Out *row, int64_t block, int64_t k, float beta, int64_t p0, int64_t p1) {
-    // Indices of one gather stay far inside int (block is at most the channel count).
-    if (has_avx512() && block <= (int64_t(1) << 26)) p0 = commit_tile_avx512<Add>(from, row, block, k, beta, p0, p1);
-    commit_tile<Add>(from, row, block, k, beta, p0, p1);
+void commit_channels(const In *from, Out *rows, int64_t row_stride, int64_t block, int64_t width, const float *bias,
+        int64_t p0, int64_t p1) {
+    if (has_avx512()) return commit_tile_avx512<Add>(from, rows, row_stride, block, 0, width, bias, p0, p1);
+    for (int64_t k = 0; k < width; ++k)
+        commit_tile<Add>(from, rows + k * row_stride, block, k, bias ? bias[k] : 0.f, p0, p1);
 }
 
 template <typename In, typename Out>
@@ -110,13 +141,11 @@ void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, con
                 const In *from = in + n * a.stride_n + cb * a.stride_block;
                 Out *to = out + n * b.stride_n + c0 * b.stride_block;
                 const int64_t p0 = t * kTile, p1 = std::min(pixels, p0 + kTile);
-                for (int64_t k = 0; k < width; ++k) {
-                    const float beta = bias ? bias[c0 + k] : 0.f;
-                    if (add)
-                        commit_row<true>(from, to + k * b.stride_block, a.block, k, beta, p0, p1);
-                    else
-                        commit_row<false>(from, to + k * b.stride_block, a.block, k, beta, p0, p1);
-                }
+                const float *channel_bias = bias ? bias + c0 : nullptr;
+                if (add)
+                    commit_channels<true>(from, to, b.stride_block, a.block, width, channel_bias, p0, p1);
+                else
+                    commit_channels<false>(from, to, b.stride_block, a.block, width, channel_bias, p0, p1);
             }
         }
     }
@@ -130,9 +159,68 @@ bool as_one_block(ChannelBlocked &d) {
     return true;
 }
 
+bool same_layout(const ChannelBlocked &a, const ChannelBlocked &b) {
+    bool same = a.rank == b.rank && a.batch == b.batch && a.channels == b.channels && a.block == b.block &&
+                a.stride_n == b.stride_n && a.stride_block == b.stride_block && a.stride_channel == b.stride_channel;
+    for (int i = 0; i < a.rank; ++i)
+        same &= a.spatial[i] == b.spatial[i] && a.stride_spatial[i] == b.stride_spatial[i];
+    return same;
+}
+
+// out[i] (=|+=) in[i] + bias over `count` elements; bias is one value (step 0) or a vector.
+template <bool Add, typename In, typename Out>
+LIBDECONV_AVX512 void commit_run_avx512(const In *in, Out *out, int64_t count, const float *bias, int64_t bias_step) {
+    for (int64_t i = 0; i < count; i += 16) {
+        const __mmask16 m = static_cast<__mmask16>((1u << std::min<int64_t>(16, count - i)) - 1);
+        __m512 v = load_masked(in + i, m);
+        if (bias) v = _mm512_add_ps(v, bias_step ? _mm512_maskz_loadu_ps(m, bias + i) : _mm512_set1_ps(*bias));
+        if (Add) v = _mm512_add_ps(v, load_masked(out + i, m));
+        store_masked(out + i, m, v);
+    }
+}
+
+template <bool Add, typename In, typename Out>
+void commit_run(const In *in, Out *out, int64_t count, const float *bias, int64_t bias_step) {
+    if (has_avx512()) return commit_run_avx512<Add>(in, out, count, bias, bias_step);
+    for (int64_t i = 0; i < count; ++i) {
+        const float v = load(in, i) + (bias ? bias[i * bias_step] : 0.f);
+        store(out, i, Add ? load(out, i) + v : v);
+    }
+}
+
+// Internal and caller's layout the same plain one (ncx or nxc): element-wise, in place when
+// in == out (the bias of a kernel that wrote the caller's buffer).
+template <typename In, typename Out>
+void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, const float *bias, bool add) {
+    const int64_t pixels = d.spatial[0] * d.spatial[1] * d.spatial[2];
+    const bool channels_last = d.block > 1; // as_one_block
+    // Runs of at most kChunk elements: one plane (ncx) or pixels of all channels (nxc).
+    constexpr int64_t kChunk = 4096;
+    const int64_t run = channels_last ? d.channels : std::min(pixels, kChunk);
+    const int64_t runs_per_plane = channels_last ? 1 : (pixels + run - 1) / run;
+    const int64_t planes = d.batch * (channels_last ? pixels : d.channels);
+#pragma omp parallel for schedule(static)
+    for (int64_t job = 0; job < planes * runs_per_plane; ++job) {
+        const int64_t plane = job / runs_per_plane, first = (job % runs_per_plane) * run;
+        const int64_t count = channels_last ? d.channels : std::min(run, pixels - first);
+        const int64_t offset = plane * (channels_last ? d.channels : pixels) + first;
+        const float *b = !bias ? nullptr : channels_last ? bias : bias + plane % d.channels;
+        if (add)
+            commit_run<true>(in + offset, out + offset, count, b, channels_last ? 1 : 0);
+        else
+            commit_run<false>(in + offset, out + offset, count, b, channels_last ? 1 : 0);
+    }
+}
+
 template <typename In, typename Out>
 void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
     const ChannelBlocked &a = c.internal, &b = c.user;
+    // First, so that an in-place commit (same layout) is always element-wise.
+    ChannelBlocked plain = a;
+    const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
+    const bool ncx = a.block == 1 && dense_spatial(a, 1) && a.stride_block == pixels;
+    if (same_layout(a, b) && a.stride_n == a.channels * pixels && (ncx || as_one_block(plain)))
+        return commit_same_plain_layout(plain, in, out, bias, add);
     if (a.block > 1 && b.block == 1 && dense_spatial(a, a.block) && dense_spatial(b, 1))
         return commit_blocked_to_planes(c, in, out, bias, add);
     OutputCommit transposed = c;
