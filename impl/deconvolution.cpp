@@ -1,6 +1,6 @@
 #include "deconvolution.hpp"
 
-#include "bf16.hpp"
+#include "bias_gradient.hpp"
 #include "engine.hpp"
 #include "error.hpp"
 #include "primitive_cache.hpp"
@@ -97,14 +97,8 @@ void Deconvolution::backward(const void *src, const void *weights, const void *d
     if (req_bias != Req::null) require(diff_bias, "diff_bias", "req_bias is not DECONV_REQ_NULL");
 
     if (req_src != Req::null && req_weights != Req::null) prepare({plans_[1].get(), plans_[2].get()});
-    // The bias gradient comes from a reduction of its own when no weight gradient is asked for,
-    // or when the weight-gradient primitive does not give it.
-    const bool bias_apart = req_bias != Req::null && (req_weights == Req::null || plans_[2]->bias_gradient_apart);
-    BiasSums bias_sums; // allocated before any output is written
-    if (bias_apart) {
-        bias_sums.sums.resize(size_t(problem_.spec().out_channels));
-        bias_sums.run.resize(size_t(problem_.spec().out_channels));
-    }
+    // Reserved before any output is written.
+    BiasGradientScratch *bias_scratch = req_bias != Req::null ? &bias_gradient_scratch(problem_.spec()) : nullptr;
     if (req_src != Req::null) {
         Tensors t;
         t[role::bwd_data_diff_dst].user = diff_dst;
@@ -117,81 +111,17 @@ void Deconvolution::backward(const void *src, const void *weights, const void *d
         t[role::bwd_weights_src].user = src;
         t[role::bwd_weights_diff_dst].user = diff_dst;
         t[role::bwd_weights_diff_weights] = {diff_weights, nullptr, req_weights};
-        if (!bias_apart) t[role::bwd_weights_diff_bias] = {diff_bias, nullptr, req_bias};
         execute(*plans_[2], t);
     }
-    if (bias_apart) backward_bias_only(diff_dst, diff_bias, req_bias, bias_sums);
+    if (bias_scratch) backward_bias_only(diff_dst, diff_bias, req_bias, *bias_scratch);
 }
 
-namespace {
-
-float value_at(const float *v, int64_t i) { return v[i]; }
-float value_at(const uint16_t *v, int64_t i) { return bf16_to_f32(v[i]); }
-
-// Sums of diff_dst per channel: f32 over runs of at most kRun terms, in independent lanes that
-// the compiler vectorizes, and double across runs, so the error stays that of a short f32 sum.
-constexpr int64_t kRun = 1024, kLanes = 16;
-
-template <typename T>
-void add_channel_sums(const Spec &s, int64_t pixels, const T *dd, BiasSums &b) {
-    std::vector<double> &sums = b.sums;
-    const int64_t channels = s.out_channels;
-    for (int64_t n = 0; n < s.batch; ++n) {
-        const T *base = dd + n * channels * pixels;
-        if (s.layout == Layout::channels_first) {
-            for (int64_t c = 0; c < channels; ++c) {
-                const T *plane = base + c * pixels;
-                for (int64_t p0 = 0; p0 < pixels; p0 += kRun) {
-                    const int64_t p1 = std::min(pixels, p0 + kRun);
-                    float lanes[kLanes] = {};
-                    int64_t p = p0;
-                    for (; p + kLanes <= p1; p += kLanes)
-                        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += value_at(plane, p + l);
-                    double run = 0;
-                    for (; p < p1; ++p) run += value_at(plane, p);
-                    for (float l : lanes) run += l;
-                    sums[c] += run;
-                }
-            }
-        } else {
-            std::vector<float> &run = b.run;
-            for (int64_t p0 = 0; p0 < pixels; p0 += kRun) {
-                const int64_t p1 = std::min(pixels, p0 + kRun);
-                std::fill(run.begin(), run.end(), 0.f);
-                for (int64_t p = p0; p < p1; ++p) {
-                    const T *row = base + p * channels;
-                    for (int64_t c = 0; c < channels; ++c) run[c] += value_at(row, c);
-                }
-                for (int64_t c = 0; c < channels; ++c) sums[c] += run[c];
-            }
-        }
-    }
-}
-
-} // namespace
-
-// diff_bias by a reduction of diff_dst over batch and space: when the weight-gradient primitive
-// is not run (it would need src and compute a gradient nobody asked for), or gives no bias.
-void Deconvolution::backward_bias_only(const void *diff_dst, void *diff_bias, Req req, BiasSums &b) const {
+// diff_bias by a reduction of diff_dst over batch and space (bias_gradient.hpp).
+void Deconvolution::backward_bias_only(const void *diff_dst, void *diff_bias, Req req,
+        BiasGradientScratch &scratch) const {
     const Spec &s = problem_.spec();
-    const int64_t channels = s.out_channels;
-    const int64_t pixels = problem_.dst_elems() / (s.batch * channels);
-    const bool bf16 = s.dtype == DataType::bf16;
-    if (bf16)
-        add_channel_sums(s, pixels, static_cast<const uint16_t *>(diff_dst), b);
-    else
-        add_channel_sums(s, pixels, static_cast<const float *>(diff_dst), b);
-    const std::vector<double> &sums = b.sums;
-    for (int64_t c = 0; c < channels; ++c) {
-        if (bf16) {
-            uint16_t *out = static_cast<uint16_t *>(diff_bias);
-            const double prior = req == Req::add ? double(bf16_to_f32(out[c])) : 0.0;
-            out[c] = f32_to_bf16(static_cast<float>(prior + sums[c]));
-        } else {
-            float *out = static_cast<float *>(diff_bias);
-            out[c] = static_cast<float>((req == Req::add ? double(out[c]) : 0.0) + sums[c]);
-        }
-    }
+    const int64_t pixels = problem_.dst_elems() / (s.batch * s.out_channels);
+    reduce_bias_gradient(s, pixels, diff_dst, diff_bias, req, scratch);
 }
 
 } // namespace libdeconv

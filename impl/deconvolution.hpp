@@ -2,6 +2,7 @@
 // for inference, the weights packed once.
 #pragma once
 
+#include "bias_gradient.hpp"
 #include "execution.hpp"
 #include "problem.hpp"
 #include "weights.hpp"
@@ -11,12 +12,6 @@
 #include <vector>
 
 namespace libdeconv {
-
-// Scratch of the bias-gradient reduction, one entry per output channel.
-struct BiasSums {
-    std::vector<double> sums;
-    std::vector<float> run;
-};
 
 class Deconvolution {
 public:
@@ -33,8 +28,8 @@ public:
     const char *impl_name(Pass pass) const;
 
 private:
-    // `sums` holds out_channels zeros, allocated before anything was written.
-    void backward_bias_only(const void *diff_dst, void *diff_bias, Req req, BiasSums &scratch) const;
+    // `scratch` was reserved before anything was written.
+    void backward_bias_only(const void *diff_dst, void *diff_bias, Req req, BiasGradientScratch &scratch) const;
 
     Problem problem_;
     std::shared_ptr<const Plan> plans_[3];

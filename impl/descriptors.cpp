@@ -189,14 +189,14 @@ void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type
 
 void make_backward_weights(Plan &plan, const Problem &p, const Geometry &g, dt type) {
     const Spec &s = p.spec();
-    const auto hint = forward_pd(p.spec(), g, type, s.bias, dnnl::prop_kind::forward_training).pd;
+    // No bias: its gradient is reduced apart (bias_gradient.hpp).
+    const auto hint = forward_pd(p.spec(), g, type, false, dnnl::prop_kind::forward_training).pd;
     // Weight gradients are produced in f32 even for bf16 problems, so that accumulation into the
     // caller's bf16 buffer rounds once.
-    const memory::desc bias = s.bias ? memory::desc(g.bias, dt::f32, tag::a) : memory::desc();
     auto chosen = choose_implementation<dnnl::deconvolution_backward_weights::primitive_desc,
             dnnl::deconvolution_backward_weights>(Pass::backward_weights, s, [&] {
         dnnl::deconvolution_backward_weights::desc d(dnnl::algorithm::deconvolution_direct, any_desc(g.src, type),
-                any_desc(g.weights, dt::f32), bias, any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
+                any_desc(g.weights, dt::f32), any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
         return dnnl::deconvolution_backward_weights::primitive_desc(d, user_scratchpad(), cpu_engine(), hint);
     });
     const auto &pd = chosen.pd;
@@ -211,9 +211,6 @@ void make_backward_weights(Plan &plan, const Problem &p, const Geometry &g, dt t
     add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, user_data_desc(p, true), pd.diff_dst_desc());
     add_role(plan, role::bwd_weights_diff_weights, DNNL_ARG_DIFF_WEIGHTS, true, user_weights_desc(p),
             pd.diff_weights_desc());
-    if (s.bias)
-        add_role(plan, role::bwd_weights_diff_bias, DNNL_ARG_DIFF_BIAS, true,
-                memory::desc(g.bias, onednn_type(s.dtype), tag::a), pd.diff_bias_desc());
 }
 
 } // namespace

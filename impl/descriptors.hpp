@@ -44,8 +44,8 @@ struct Role {
 namespace role {
 constexpr int fwd_src = 0, fwd_weights = 1, fwd_bias = 2, fwd_dst = 3;
 constexpr int bwd_data_diff_dst = 0, bwd_data_weights = 1, bwd_data_diff_src = 2;
-constexpr int bwd_weights_src = 0, bwd_weights_diff_dst = 1, bwd_weights_diff_weights = 2,
-              bwd_weights_diff_bias = 3;
+// The bias gradient is no role: it is always reduced apart (bias_gradient.hpp).
+constexpr int bwd_weights_src = 0, bwd_weights_diff_dst = 1, bwd_weights_diff_weights = 2;
 } // namespace role
 
 constexpr int kMaxRoles = 4;
@@ -69,8 +69,6 @@ struct Plan {
     // output the primitive writes in the caller's layout: no copy and no extra pass. Plans
     // with one output only; empty when oneDNN has no such kernel.
     dnnl::primitive accumulating;
-    // Backward weights: the primitive gives no bias gradient; the caller reduces diff_dst for it.
-    bool bias_gradient_apart = false;
 };
 
 // How a pass is computed: oneDNN's deconvolution primitive, or a matmul where the problem is a

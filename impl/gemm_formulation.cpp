@@ -216,7 +216,6 @@ bool make_matrix_product(Plan &plan, const Problem &p, Pass pass, dt type) {
         add_matrix_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_WEIGHTS, false, output_as_user(g),
                 output_as_patches(g), user, pd.weights_desc());
         add_role(plan, role::bwd_weights_diff_weights, DNNL_ARG_DST, true, weights, pd.dst_desc());
-        plan.bias_gradient_apart = s.bias;
         break;
     }
     const int output = pass == Pass::forward ? role::fwd_dst

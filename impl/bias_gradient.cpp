@@ -1,0 +1,104 @@
+#include "bias_gradient.hpp"
+
+#include "bf16.hpp"
+
+#include <algorithm>
+
+#include <omp.h>
+
+namespace libdeconv {
+namespace {
+
+float value_at(const float *v, int64_t i) { return v[i]; }
+float value_at(const uint16_t *v, int64_t i) { return bf16_to_f32(v[i]); }
+
+// f32 over runs of at most kRun terms, in independent lanes that the compiler vectorizes, and
+// double across runs, so the error stays that of a short f32 sum.
+constexpr int64_t kRun = 1024, kLanes = 16;
+// Below this many elements one thread is faster than a fork and join.
+constexpr int64_t kParallelElems = int64_t(1) << 15;
+
+template <typename T>
+double run_sum(const T *v, int64_t count) {
+    float lanes[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= count; i += kLanes)
+        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += value_at(v, i + l);
+    double sum = 0;
+    for (; i < count; ++i) sum += value_at(v, i);
+    for (float l : lanes) sum += l;
+    return sum;
+}
+
+// Work items: runs of one channel plane (channels-first) or runs of pixels with all channels
+// (channels-last), split statically over the team; each thread sums into its own row of
+// `partial`, so the result depends only on the thread count.
+template <typename T>
+void partial_sums(const Spec &s, int64_t pixels, const T *dd, BiasGradientScratch &w, int &team) {
+    const int64_t channels = s.out_channels, runs = (pixels + kRun - 1) / kRun;
+    const bool first = s.layout == Layout::channels_first;
+    const int64_t items = s.batch * runs * (first ? channels : 1);
+    const bool parallel = s.batch * channels * pixels >= kParallelElems && w.threads > 1;
+    team = 1;
+#pragma omp parallel num_threads(w.threads) if (parallel)
+    {
+        const int tid = omp_get_thread_num(), size = omp_get_num_threads();
+        if (tid == 0) team = size;
+        double *mine = w.partial.data() + tid * channels;
+        float *run = w.run.data() + tid * channels;
+        std::fill_n(mine, channels, 0.0);
+        const int64_t begin = items * tid / size, end = items * (tid + 1) / size;
+        for (int64_t item = begin; item < end; ++item) {
+            const int64_t r = item % runs, p0 = r * kRun, p1 = std::min(pixels, p0 + kRun);
+            if (first) {
+                const int64_t plane = item / runs, c = plane % channels;
+                mine[c] += run_sum(dd + plane * pixels + p0, p1 - p0);
+            } else {
+                const T *base = dd + (item / runs) * pixels * channels;
+                std::fill_n(run, channels, 0.f);
+                for (int64_t p = p0; p < p1; ++p) {
+                    const T *row = base + p * channels;
+                    for (int64_t c = 0; c < channels; ++c) run[c] += value_at(row, c);
+                }
+                for (int64_t c = 0; c < channels; ++c) mine[c] += run[c];
+            }
+        }
+    }
+}
+
+} // namespace
+
+BiasGradientScratch &bias_gradient_scratch(const Spec &spec) {
+    thread_local BiasGradientScratch scratch;
+    scratch.threads = std::max(1, omp_get_max_threads());
+    const size_t size = size_t(scratch.threads) * size_t(spec.out_channels);
+    if (scratch.partial.size() < size) {
+        scratch.partial.resize(size);
+        scratch.run.resize(size);
+    }
+    return scratch;
+}
+
+void reduce_bias_gradient(const Spec &s, int64_t pixels, const void *diff_dst, void *diff_bias, Req req,
+        BiasGradientScratch &w) {
+    const bool bf16 = s.dtype == DataType::bf16;
+    int team = 1;
+    if (bf16)
+        partial_sums(s, pixels, static_cast<const uint16_t *>(diff_dst), w, team);
+    else
+        partial_sums(s, pixels, static_cast<const float *>(diff_dst), w, team);
+    for (int64_t c = 0; c < s.out_channels; ++c) {
+        double sum = 0;
+        for (int t = 0; t < team; ++t) sum += w.partial[size_t(t * s.out_channels + c)];
+        if (bf16) {
+            uint16_t *out = static_cast<uint16_t *>(diff_bias);
+            const double prior = req == Req::add ? double(bf16_to_f32(out[c])) : 0.0;
+            out[c] = f32_to_bf16(static_cast<float>(prior + sum));
+        } else {
+            float *out = static_cast<float *>(diff_bias);
+            out[c] = static_cast<float>((req == Req::add ? double(out[c]) : 0.0) + sum);
+        }
+    }
+}
+
+} // namespace libdeconv
