@@ -96,7 +96,6 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
         if (commit.usable() && std::string(unbiased.pd.impl_info_str()) == chosen.pd.impl_info_str()) {
             chosen = unbiased;
             plan.bias_in_commit = true;
-            plan.commit = commit;
         }
     }
     const auto &pd = chosen.pd;

@@ -155,19 +155,14 @@ void execute(const Plan &plan, const Tensors &tensors) {
         const Role &r = plan.roles[i];
         const Tensor &t = tensors[i];
         if (!r.present || !r.output || t.req == Req::null) continue;
-        if (plan.bias_in_commit) {
+        const bool written = in_place(plan, r, t);
+        if (plan.bias_in_commit || r.by_commit) { // in place when the primitive wrote the caller's buffer
             stream.wait();
-            const bool written = in_place(plan, r, t);
-            commit_output(plan.commit, written ? t.user : workspace + r.internal_offset, const_cast<void *>(t.user),
+            commit_output(r.commit, written ? t.user : workspace + r.internal_offset, const_cast<void *>(t.user),
                     commit_bias, t.req == Req::add && !written);
             continue;
         }
-        if (in_place(plan, r, t)) continue;
-        if (t.req == Req::add && r.add_by_commit) {
-            stream.wait();
-            commit_output(r.add_commit, workspace + r.internal_offset, const_cast<void *>(t.user), nullptr, true);
-            continue;
-        }
+        if (written) continue;
         point_to(b.user[i], t.user);
         reorder(t.req == Req::add ? r.conversion.add_to_user : r.conversion.to_user, stream, b.internal[i], b.user[i],
                 b.scratchpad);

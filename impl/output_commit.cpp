@@ -85,6 +85,20 @@ LIBDECONV_AVX512 inline void transpose16(__m512 r[16]) {
     }
 }
 
+// One channel of 16 pixels `block` elements apart. A bf16 gather reads the 2 bytes after each
+// element: the commit's input is in the workspace, which has 64 bytes more than its regions.
+LIBDECONV_AVX512 inline __m512 gather16(const float *from, __m512i index, __mmask16 m) {
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, index, from, 4);
+}
+LIBDECONV_AVX512 inline __m512 gather16(const uint16_t *from, __m512i index, __mmask16 m) {
+    const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, index, from, 2);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
+}
+
+// Up to this many channels are gathered instead of transposed (measured: 3 channels of nhwc
+// bf16, dcgan.l5's output, 0.24 ms transposed, 0.14 ms gathered).
+constexpr int64_t kGatheredChannels = 4;
+
 // Channels [k0, k0 + width) of pixels [p0, p1) of one block: pixel p, channel k is
 // from[p * block + k]; channel k goes to rows[k * row_stride + p].
 template <bool Add, typename In, typename Out>
@@ -97,9 +111,17 @@ LIBDECONV_AVX512 void commit_tile_avx512(const In *from, Out *rows, int64_t row_
             const int64_t pixels = std::min<int64_t>(16, p1 - p);
             const __mmask16 pixel_mask = static_cast<__mmask16>((1u << pixels) - 1);
             __m512 r[16];
-            for (int i = 0; i < 16; ++i)
-                r[i] = i < pixels ? load_masked(from + (p + i) * block + k0, channel_mask) : _mm512_setzero_ps();
-            transpose16(r);
+            // A transpose would be mostly empty; 32-bit gather indices reach 15 blocks.
+            if (channels <= kGatheredChannels && block <= (int64_t(1) << 26)) {
+                const __m512i index = _mm512_mullo_epi32(
+                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                        _mm512_set1_epi32(int(block)));
+                for (int k = 0; k < channels; ++k) r[k] = gather16(from + p * block + k0 + k, index, pixel_mask);
+            } else {
+                for (int i = 0; i < 16; ++i)
+                    r[i] = i < pixels ? load_masked(from + (p + i) * block + k0, channel_mask) : _mm512_setzero_ps();
+                transpose16(r);
+            }
             for (int k = 0; k < channels; ++k) {
                 Out *row = rows + (k0 + k) * row_stride + p;
                 __m512 v = bias ? _mm512_add_ps(r[k], _mm512_set1_ps(bias[k0 + k])) : r[k];
@@ -129,7 +151,7 @@ void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, con
     const ChannelBlocked &a = c.internal, &b = c.user;
     const int64_t blocks = (a.channels + a.block - 1) / a.block;
     const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
-    constexpr int64_t kTile = 64;
+    constexpr int64_t kTile = 128;
     const int64_t tiles = (pixels + kTile - 1) / kTile;
     // Tiles are independent too: a single image with a single block (channels-last) still
     // spreads over every thread.

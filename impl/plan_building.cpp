@@ -47,8 +47,8 @@ void add_role(Plan &plan, int index, int arg, bool output, const dnnl::memory::d
     if (output) {
         if (!c.identical) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
         c.add_to_user = make_reorder(internal, user, true, plan.scratchpad_bytes);
-        r.add_commit = OutputCommit{describe(internal), describe(user)};
-        r.add_by_commit = !c.identical && r.add_commit.tiled();
+        r.commit = OutputCommit{describe(internal), describe(user)};
+        r.by_commit = !c.identical && r.commit.tiled();
     }
 }
 
