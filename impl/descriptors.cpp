@@ -87,9 +87,13 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
                                                : dnnl::prop_kind::forward_inference;
     ForwardChoice chosen = forward_pd(p.spec(), g, type, s.bias, kind);
     const memory::desc user_dst = user_data_desc(p, true);
-    // Where the kernel writes the caller's layout, the commit adds the bias in place (hifigan.up1
-    // f32: oneDNN's bias pass costs 1.1 ms, this one 0.06 ms with the output in cache).
-    if (s.bias && !bias_is_free_in(chosen.pd.impl_info_str())) {
+    // The commit adds the bias: on an output it copies anyway (a tiled commit), or in place
+    // where the kernel writes the caller's layout (hifigan.up1 f32: oneDNN's bias pass costs
+    // 1.1 ms, this one 0.06 ms with the output in cache). Native kernels keep their own
+    // otherwise (nearly free, and no extra pass over the output).
+    const OutputCommit biased_output{describe(chosen.pd.dst_desc()), describe(user_dst)};
+    const bool copied_anyway = chosen.pd.dst_desc() != user_dst && biased_output.tiled();
+    if (s.bias && (!bias_is_free_in(chosen.pd.impl_info_str()) || copied_anyway)) {
         ForwardChoice unbiased = forward_pd(p.spec(), g, type, false, kind);
         OutputCommit commit{describe(unbiased.pd.dst_desc()), describe(user_dst)};
         // Only when the same kernel runs without the bias and the layouts suit the commit.
