@@ -125,6 +125,9 @@ void execute(const Plan &plan, const Tensors &tensors) {
         } else if (!r.output && r.conversion.repeat > 0) {
             fill_repeated(r.conversion, t.user, static_cast<float *>(b.internal[i].get_data_handle()));
             used = b.internal[i].get();
+        } else if (!r.output && r.by_commit) {
+            commit_output(r.commit, t.user, workspace + r.internal_offset, nullptr, false);
+            used = b.internal[i].get();
         } else if (!r.output) {
             point_to(b.user[i], t.user);
             reorder(r.conversion.to_internal, stream, b.user[i], b.internal[i], b.scratchpad);

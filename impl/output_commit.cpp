@@ -3,6 +3,7 @@
 #include "bf16.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include <immintrin.h>
 
@@ -132,6 +133,9 @@ LIBDECONV_AVX512 void commit_tile_avx512(const In *from, Out *rows, int64_t row_
     }
 }
 
+// Below this many elements a commit runs on the calling thread: a fork and join costs more.
+constexpr int64_t kParallelElements = int64_t(1) << 14;
+
 bool has_avx512() {
     static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                             __builtin_cpu_supports("avx512vl");
@@ -155,7 +159,7 @@ void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, con
     const int64_t tiles = (pixels + kTile - 1) / kTile;
     // Tiles are independent too: a single image with a single block (channels-last) still
     // spreads over every thread.
-#pragma omp parallel for collapse(3) schedule(static)
+#pragma omp parallel for collapse(3) schedule(static) if (a.batch * a.channels * pixels >= kParallelElements)
     for (int64_t n = 0; n < a.batch; ++n) {
         for (int64_t cb = 0; cb < blocks; ++cb) {
             for (int64_t t = 0; t < tiles; ++t) {
@@ -221,7 +225,7 @@ void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, c
     const int64_t run = channels_last ? d.channels : std::min(pixels, kChunk);
     const int64_t runs_per_plane = channels_last ? 1 : (pixels + run - 1) / run;
     const int64_t planes = d.batch * (channels_last ? pixels : d.channels);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (d.batch * d.channels * pixels >= kParallelElements)
     for (int64_t job = 0; job < planes * runs_per_plane; ++job) {
         const int64_t plane = job / runs_per_plane, first = (job % runs_per_plane) * run;
         const int64_t count = channels_last ? d.channels : std::min(run, pixels - first);
@@ -234,15 +238,47 @@ void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, c
     }
 }
 
+// Unblocked, and its elements fill [0, count) without gaps (any order of the dims).
+bool dense_unblocked(const ChannelBlocked &d) {
+    if (d.block != 1) return false;
+    std::vector<std::pair<int64_t, int64_t>> dims{{d.stride_n, d.batch}, {d.stride_block, d.channels}};
+    for (int i = 0; i < d.rank; ++i) dims.emplace_back(d.stride_spatial[i], d.spatial[i]);
+    std::sort(dims.begin(), dims.end());
+    int64_t expected = 1;
+    for (const auto &dim : dims) {
+        if (dim.second == 1) continue;
+        if (dim.first != expected) return false;
+        expected *= dim.second;
+    }
+    return true;
+}
+
+// a and b both the same dense ncx or nxc layout; `plain` is a as commit_same_plain_layout sees it.
+bool same_plain_layout(const ChannelBlocked &a, const ChannelBlocked &b, ChannelBlocked &plain) {
+    plain = a;
+    const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
+    const bool ncx = a.block == 1 && dense_spatial(a, 1) && a.stride_block == pixels;
+    return same_layout(a, b) && a.stride_n == a.channels * pixels && (ncx || as_one_block(plain));
+}
+
 template <typename In, typename Out>
 void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
     const ChannelBlocked &a = c.internal, &b = c.user;
     // First, so that an in-place commit (same layout) is always element-wise.
-    ChannelBlocked plain = a;
-    const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
-    const bool ncx = a.block == 1 && dense_spatial(a, 1) && a.stride_block == pixels;
-    if (same_layout(a, b) && a.stride_n == a.channels * pixels && (ncx || as_one_block(plain)))
-        return commit_same_plain_layout(plain, in, out, bias, add);
+    ChannelBlocked plain;
+    if (same_plain_layout(a, b, plain)) return commit_same_plain_layout(plain, in, out, bias, add);
+    if (!bias && same_layout(a, b) && dense_unblocked(a)) { // e.g. weight gradients: one flat array
+        constexpr int64_t kChunk = 4096;
+        const int64_t count = a.batch * a.channels * a.spatial[0] * a.spatial[1] * a.spatial[2];
+#pragma omp parallel for schedule(static) if (count >= kParallelElements)
+        for (int64_t first = 0; first < count; first += kChunk) {
+            if (add)
+                commit_run<true>(in + first, out + first, std::min(kChunk, count - first), nullptr, 0);
+            else
+                commit_run<false>(in + first, out + first, std::min(kChunk, count - first), nullptr, 0);
+        }
+        return;
+    }
     if (a.block > 1 && b.block == 1 && dense_spatial(a, a.block) && dense_spatial(b, 1))
         return commit_blocked_to_planes(c, in, out, bias, add);
     OutputCommit transposed = c;
@@ -250,7 +286,7 @@ void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bi
         return commit_blocked_to_planes(transposed, in, out, bias, add);
     const int64_t blocks = (a.channels + a.block - 1) / a.block;
     const int64_t s0 = a.spatial[0], s1 = a.spatial[1], s2 = a.spatial[2];
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (a.batch * a.channels * s0 * s1 * s2 >= kParallelElements)
     for (int64_t n = 0; n < a.batch; ++n) {
         for (int64_t cb = 0; cb < blocks; ++cb) {
             const int64_t c0 = cb * a.block, width = std::min(a.block, a.channels - c0);
@@ -298,6 +334,11 @@ bool OutputCommit::tiled() const {
     if (!usable() || user.block != 1 || !dense_spatial(user, 1)) return false;
     ChannelBlocked a = internal;
     return (a.block > 1 && dense_spatial(a, a.block)) || as_one_block(a);
+}
+
+bool OutputCommit::elementwise() const {
+    ChannelBlocked plain;
+    return usable() && (same_plain_layout(internal, user, plain) || (same_layout(internal, user) && dense_unblocked(internal)));
 }
 
 void commit_output(const OutputCommit &c, const void *internal, void *user, const float *bias, bool add) {

@@ -28,6 +28,9 @@ struct OutputCommit {
     // Channel blocks (or channels-last) into channels-first planes: a tiled transpose, faster
     // than oneDNN 2.6's reorders when it also adds into the caller's buffer.
     bool tiled() const;
+    // The same dense layout on both sides (the data types may differ): an element-wise copy,
+    // which also converts an input (no oneDNN call: a fraction of a microsecond on tiny tensors).
+    bool elementwise() const;
 };
 
 // user (=|+=) internal + bias[channel]; bias is f32, or NULL for none.

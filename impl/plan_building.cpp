@@ -43,12 +43,16 @@ void add_role(Plan &plan, int index, int arg, bool output, const dnnl::memory::d
     c.repeat = repeat;
     c.identical = repeat == 0 && user == internal;
     if (repeat > 0) return;
-    if (!output && !c.identical) c.to_internal = make_reorder(user, internal, false, plan.scratchpad_bytes);
+    if (!output && !c.identical) {
+        r.commit = OutputCommit{describe(user), describe(internal)};
+        r.by_commit = r.commit.elementwise();
+        if (!r.by_commit) c.to_internal = make_reorder(user, internal, false, plan.scratchpad_bytes);
+    }
     if (output) {
         if (!c.identical) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
         c.add_to_user = make_reorder(internal, user, true, plan.scratchpad_bytes);
         r.commit = OutputCommit{describe(internal), describe(user)};
-        r.by_commit = !c.identical && r.commit.tiled();
+        r.by_commit = !c.identical && (r.commit.tiled() || r.commit.elementwise());
     }
 }
 

@@ -21,6 +21,10 @@ dnnl::memory pack(const Role &role, const void *data, size_t scratchpad_bytes) {
         std::memcpy(packed.get_data_handle(), data, c.user.get_size());
         return packed;
     }
+    if (role.by_commit) {
+        commit_output(role.commit, data, packed.get_data_handle(), nullptr, false);
+        return packed;
+    }
     dnnl::memory user(c.user, eng, const_cast<void *>(data));
     dnnl::memory scratchpad(dnnl::memory::desc({static_cast<dnnl::memory::dim>(scratchpad_bytes)},
                                     dnnl::memory::data_type::u8, dnnl::memory::format_tag::a),
