@@ -3,6 +3,7 @@
 #include "bf16.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include <immintrin.h>
@@ -60,6 +61,15 @@ LIBDECONV_AVX512 inline void store_masked(uint16_t *p, __mmask16 m, __m512 v) {
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
     const __m512i words = _mm512_mask_blend_epi32(nan, rounded, quiet);
     _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(words));
+}
+
+// A value that came from bf16 unchanged needs no rounding on the way back.
+template <typename In, typename Out>
+LIBDECONV_AVX512 inline void store_unchanged(Out *p, __mmask16 m, __m512 v) {
+    if constexpr (std::is_same_v<In, uint16_t> && std::is_same_v<Out, uint16_t>)
+        _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
+    else
+        store_masked(p, m, v);
 }
 
 // r[i] row i of a 16x16 matrix -> r[i] column i.
@@ -125,6 +135,10 @@ LIBDECONV_AVX512 void commit_tile_avx512(const In *from, Out *rows, int64_t row_
             }
             for (int k = 0; k < channels; ++k) {
                 Out *row = rows + (k0 + k) * row_stride + p;
+                if (!bias && !Add) {
+                    store_unchanged<In>(row, pixel_mask, r[k]);
+                    continue;
+                }
                 __m512 v = bias ? _mm512_add_ps(r[k], _mm512_set1_ps(bias[k0 + k])) : r[k];
                 if (Add) v = _mm512_add_ps(v, load_masked(row, pixel_mask));
                 store_masked(row, pixel_mask, v);
@@ -175,6 +189,36 @@ void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, con
             }
         }
     }
+}
+
+// The way in, the transpose the other way: channels-first planes into channel blocks (or
+// channels-last). Channels of the last block past the tensor's are written as zeros, as
+// oneDNN's layouts require. `to` is the block of one image; pixel p, channel k is
+// to[p * block + k]; channel k of `planes` starts at planes[k * plane_stride].
+template <typename In, typename Out>
+LIBDECONV_AVX512 void uncommit_tile_avx512(const In *planes, int64_t plane_stride, Out *to, int64_t block,
+        int64_t width, int64_t p0, int64_t p1) {
+    for (int64_t k0 = 0; k0 < block; k0 += 16) {
+        const int64_t channels = std::max<int64_t>(0, std::min<int64_t>(16, width - k0));
+        const __mmask16 lane_mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, block - k0)) - 1);
+        for (int64_t p = p0; p < p1; p += 16) {
+            const int64_t pixels = std::min<int64_t>(16, p1 - p);
+            const __mmask16 pixel_mask = static_cast<__mmask16>((1u << pixels) - 1);
+            __m512 r[16];
+            for (int i = 0; i < 16; ++i)
+                r[i] = i < channels ? load_masked(planes + (k0 + i) * plane_stride + p, pixel_mask) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int j = 0; j < pixels; ++j) store_unchanged<In>(to + (p + j) * block + k0, lane_mask, r[j]);
+        }
+    }
+}
+
+template <typename In, typename Out>
+void uncommit_tile(const In *planes, int64_t plane_stride, Out *to, int64_t block, int64_t width, int64_t p0,
+        int64_t p1) {
+    if (has_avx512()) return uncommit_tile_avx512(planes, plane_stride, to, block, width, p0, p1);
+    for (int64_t p = p0; p < p1; ++p)
+        for (int64_t k = 0; k < block; ++k) store(to, p * block + k, k < width ? load(planes, k * plane_stride + p) : 0.f);
 }
 
 // Channels innermost and pixels dense (nwc, nhwc, ndhwc): one block of all channels.
@@ -261,6 +305,33 @@ bool same_plain_layout(const ChannelBlocked &a, const ChannelBlocked &b, Channel
     return same_layout(a, b) && a.stride_n == a.channels * pixels && (ncx || as_one_block(plain));
 }
 
+// Planes (a) into blocks or channels-last (b); see uncommit_tile.
+template <typename In, typename Out>
+void commit_planes_to_blocked(const ChannelBlocked &a, const ChannelBlocked &b, const In *in, Out *out) {
+    const int64_t blocks = (b.channels + b.block - 1) / b.block;
+    const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
+    constexpr int64_t kTile = 128;
+    const int64_t tiles = (pixels + kTile - 1) / kTile;
+#pragma omp parallel for collapse(3) schedule(static) if (a.batch * a.channels * pixels >= kParallelElements)
+    for (int64_t n = 0; n < a.batch; ++n) {
+        for (int64_t cb = 0; cb < blocks; ++cb) {
+            for (int64_t t = 0; t < tiles; ++t) {
+                const int64_t c0 = cb * b.block, width = std::min(b.block, b.channels - c0);
+                const int64_t p0 = t * kTile, p1 = std::min(pixels, p0 + kTile);
+                uncommit_tile(in + n * a.stride_n + c0 * a.stride_block, a.stride_block,
+                        out + n * b.stride_n + cb * b.stride_block, b.block, width, p0, p1);
+            }
+        }
+    }
+}
+
+// a is channels-first planes, b channel blocks or channels-last (then `blocked` is b as one block).
+bool planes_to_blocked(const ChannelBlocked &a, const ChannelBlocked &b, ChannelBlocked &blocked) {
+    blocked = b;
+    if (a.block != 1 || !dense_spatial(a, 1) || a.batch != b.batch || a.channels != b.channels) return false;
+    return (b.block > 1 && dense_spatial(b, b.block)) || as_one_block(blocked);
+}
+
 template <typename In, typename Out>
 void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
     const ChannelBlocked &a = c.internal, &b = c.user;
@@ -279,6 +350,10 @@ void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bi
         }
         return;
     }
+    // Before the ways out: an input commit reads the caller's buffer, which the bf16 gathers of
+    // commit_tile_avx512 must not (they read 2 bytes past their last element).
+    ChannelBlocked blocked;
+    if (!bias && !add && planes_to_blocked(a, b, blocked)) return commit_planes_to_blocked(a, blocked, in, out);
     if (a.block > 1 && b.block == 1 && dense_spatial(a, a.block) && dense_spatial(b, 1))
         return commit_blocked_to_planes(c, in, out, bias, add);
     OutputCommit transposed = c;
@@ -334,6 +409,11 @@ bool OutputCommit::tiled() const {
     if (!usable() || user.block != 1 || !dense_spatial(user, 1)) return false;
     ChannelBlocked a = internal;
     return (a.block > 1 && dense_spatial(a, a.block)) || as_one_block(a);
+}
+
+bool OutputCommit::tiled_into_blocks() const {
+    ChannelBlocked blocked;
+    return usable() && planes_to_blocked(internal, user, blocked);
 }
 
 bool OutputCommit::elementwise() const {

@@ -31,6 +31,9 @@ struct OutputCommit {
     // The same dense layout on both sides (the data types may differ): an element-wise copy,
     // which also converts an input (no oneDNN call: a fraction of a microsecond on tiny tensors).
     bool elementwise() const;
+    // Channels-first planes into channel blocks or channels-last (the way in, no bias or add):
+    // the transpose the other way.
+    bool tiled_into_blocks() const;
 };
 
 // user (=|+=) internal + bias[channel]; bias is f32, or NULL for none.

@@ -45,7 +45,7 @@ void add_role(Plan &plan, int index, int arg, bool output, const dnnl::memory::d
     if (repeat > 0) return;
     if (!output && !c.identical) {
         r.commit = OutputCommit{describe(user), describe(internal)};
-        r.by_commit = r.commit.elementwise();
+        r.by_commit = r.commit.elementwise() || r.commit.tiled_into_blocks();
         if (!r.by_commit) c.to_internal = make_reorder(user, internal, false, plan.scratchpad_bytes);
     }
     if (output) {
