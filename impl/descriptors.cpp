@@ -18,11 +18,13 @@ using dt = memory::data_type;
 
 struct Geometry {
     memory::dims src, weights, bias, dst, strides, dilation, pad_l, pad_r;
+    DataLayout data_layout = DataLayout::any;
 };
 
-Geometry geometry(const Problem &p) {
+Geometry geometry(const Problem &p, DataLayout data_layout = DataLayout::any) {
     const Spec &s = p.spec();
     Geometry g;
+    g.data_layout = data_layout;
     g.src = {s.batch, s.in_channels};
     g.dst = {s.batch, s.out_channels};
     // oneDNN wants deconvolution weights as ([G,] OC/G, IC/G, k...).
@@ -45,6 +47,17 @@ Geometry geometry(const Problem &p) {
 }
 
 memory::desc any_desc(const memory::dims &dims, dt type) { return memory::desc(dims, type, tag::any); }
+
+// src or dst (or their gradients) as the route asks: any layout oneDNN likes, or a plain one.
+memory::desc data_desc(const Geometry &g, const memory::dims &dims, dt type) {
+    static const tag first[] = {tag::abc, tag::abcd, tag::abcde};
+    static const tag last[] = {tag::acb, tag::acdb, tag::acdeb};
+    switch (g.data_layout) {
+    case DataLayout::channels_first: return memory::desc(dims, type, first[dims.size() - 3]);
+    case DataLayout::channels_last: return memory::desc(dims, type, last[dims.size() - 3]);
+    default: return any_desc(dims, type);
+    }
+}
 
 // Scratchpad first, then an internal copy for every converted input and every output (an
 // output in the caller's layout still needs one for an add request).
@@ -70,10 +83,11 @@ ForwardChoice forward_pd(const Spec &spec, const Geometry &g, dt type, bool bias
     const memory::desc bias_desc = bias ? memory::desc(g.bias, dt::f32, tag::a) : memory::desc();
     return choose_implementation<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>(
             Pass::forward, spec, [&] {
-        dnnl::deconvolution_forward::desc d(kind, dnnl::algorithm::deconvolution_direct, any_desc(g.src, type),
-                any_desc(g.weights, type), bias_desc, any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
+        dnnl::deconvolution_forward::desc d(kind, dnnl::algorithm::deconvolution_direct, data_desc(g, g.src, type),
+                any_desc(g.weights, type), bias_desc, data_desc(g, g.dst, type), g.strides, g.dilation, g.pad_l,
+                g.pad_r);
         return dnnl::deconvolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
-    });
+    }, g.data_layout == DataLayout::any);
 }
 
 // oneDNN's native deconvolution kernels add the bias inside; those built on a convolution
@@ -171,7 +185,7 @@ void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type
     };
     auto chosen = choose_implementation<dnnl::deconvolution_backward_data::primitive_desc,
             dnnl::deconvolution_backward_data>(Pass::backward_data, p.spec(), [&] {
-        auto pd = make_pd(any_desc(g.src, type), any_desc(g.dst, type));
+        auto pd = make_pd(data_desc(g, g.src, type), data_desc(g, g.dst, type));
         if (!kAvoidOverreadingKernel || pd.impl_info_str() != std::string(kOverreadingKernel)) return pd;
         auto blocked = make_pd(blocked16_desc(g.src, type), blocked16_desc(g.dst, type));
         // Small channel counts get only the reference kernel there, and stepping an iterator past
@@ -180,7 +194,7 @@ void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type
             throw Error(Status::unsupported, std::string("oneDNN 2.6's ") + kOverreadingKernel
                     + " reads out of bounds and no other bf16 kernel takes the problem");
         return blocked;
-    });
+    }, g.data_layout == DataLayout::any);
     const auto &pd = chosen.pd;
     plan.primitive = chosen.primitive;
     plan.impl = pd.impl_info_str();
@@ -198,10 +212,11 @@ void make_backward_weights(Plan &plan, const Problem &p, const Geometry &g, dt t
     // caller's bf16 buffer rounds once.
     auto chosen = choose_implementation<dnnl::deconvolution_backward_weights::primitive_desc,
             dnnl::deconvolution_backward_weights>(Pass::backward_weights, s, [&] {
-        dnnl::deconvolution_backward_weights::desc d(dnnl::algorithm::deconvolution_direct, any_desc(g.src, type),
-                any_desc(g.weights, dt::f32), any_desc(g.dst, type), g.strides, g.dilation, g.pad_l, g.pad_r);
+        dnnl::deconvolution_backward_weights::desc d(dnnl::algorithm::deconvolution_direct,
+                data_desc(g, g.src, type), any_desc(g.weights, dt::f32), data_desc(g, g.dst, type), g.strides,
+                g.dilation, g.pad_l, g.pad_r);
         return dnnl::deconvolution_backward_weights::primitive_desc(d, user_scratchpad(), cpu_engine(), hint);
-    });
+    }, g.data_layout == DataLayout::any);
     const auto &pd = chosen.pd;
     plan.primitive = chosen.primitive;
     plan.impl = pd.impl_info_str();
@@ -240,9 +255,9 @@ memory::desc user_weights_desc(const Problem &p) {
     return memory::desc(geometry(p).weights, onednn_type(s.dtype), t);
 }
 
-Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formulation) {
+Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formulation, DataLayout data_layout) {
     static std::atomic<uint64_t> next_id{1};
-    const Geometry g = geometry(p);
+    const Geometry g = geometry(p, data_layout);
     const bool deconvolution = formulation == Formulation::deconvolution;
     // oneDNN 2.6's bf16 deconvolution (jit_deconvolution:avx512_core_amx_bf16, first in its list)
     // crashes, in its kernel or when its descriptor iterator moves past it, once the innermost
@@ -253,6 +268,8 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
                 + std::to_string(g.strides.back()) + ")");
     if (!deconvolution && !is_matrix_product(p))
         throw Error(Status::unsupported, "the problem is not a matrix product");
+    if (!deconvolution && data_layout != DataLayout::any)
+        throw Error(Status::unsupported, "the matmul formulation lays out its matrices itself");
     const dt type = onednn_type(compute);
     Plan plan;
     plan.id = next_id++;

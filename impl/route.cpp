@@ -16,10 +16,15 @@
 namespace libdeconv {
 namespace {
 
-// A way to compute a pass: the data type of the primitive and its formulation.
+// A way to compute a pass: the data type of the primitive, its formulation and the data layout
+// it is asked for.
 struct Route {
     DataType compute;
     Formulation formulation;
+    DataLayout data_layout;
+    bool operator==(const Route &o) const {
+        return compute == o.compute && formulation == o.formulation && data_layout == o.data_layout;
+    }
 };
 
 // DECONV_BF16_COMPUTE=bf16|f32 and DECONV_FORMULATION=deconvolution|matmul narrow the
@@ -30,6 +35,17 @@ std::vector<DataType> computes_allowed(DataType dtype) {
     if (pinned && std::strcmp(pinned, "bf16") == 0) return {DataType::bf16};
     if (pinned && std::strcmp(pinned, "f32") == 0) return {DataType::f32};
     return {DataType::bf16, DataType::f32};
+}
+
+// DECONV_DATA_LAYOUT=any|channels_first|channels_last pins the deconvolution's layout. Plain
+// layouts only for f32 kernels: oneDNN 2.6's bf16 descriptor iterator crashes on some of them
+// (bf16 backward data over 5136 output channels, channels-first: in the forward hint).
+std::vector<DataLayout> data_layouts_allowed(DataType compute) {
+    static const char *pinned = std::getenv("DECONV_DATA_LAYOUT");
+    if (compute == DataType::bf16 || (pinned && std::strcmp(pinned, "any") == 0)) return {DataLayout::any};
+    if (pinned && std::strcmp(pinned, "channels_first") == 0) return {DataLayout::channels_first};
+    if (pinned && std::strcmp(pinned, "channels_last") == 0) return {DataLayout::channels_last};
+    return {DataLayout::any, DataLayout::channels_first, DataLayout::channels_last};
 }
 
 std::vector<Formulation> formulations_allowed(const Problem &problem) {
@@ -109,7 +125,18 @@ Decisions &decisions() {
 }
 
 std::shared_ptr<const Plan> build(const Problem &problem, Pass pass, Route route) {
-    return std::make_shared<const Plan>(make_plan(problem, pass, route.compute, route.formulation));
+    return std::make_shared<const Plan>(make_plan(problem, pass, route.compute, route.formulation, route.data_layout));
+}
+
+// The same kernel on the same layouts as an earlier candidate (e.g. a plain layout that format
+// any picks anyway): nothing to measure.
+bool same_computation(const Plan &a, const Plan &b) {
+    if (a.impl != b.impl || a.compute != b.compute) return false;
+    for (int i = 0; i < kMaxRoles; ++i) {
+        if (a.roles[i].present != b.roles[i].present) return false;
+        if (a.roles[i].present && a.roles[i].conversion.internal != b.roles[i].conversion.internal) return false;
+    }
+    return true;
 }
 
 // The fastest plan of `candidates` (in order of preference); throws the last error when none
@@ -124,8 +151,14 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
     std::vector<Route> routes;
     std::vector<std::shared_ptr<const Plan>> plans;
     for (size_t c = 0; c < candidates.size(); ++c) {
+        // A problem too large to time takes the first candidate that builds: build no more.
+        if (!plans.empty() && !worth_timing(problem, {plans.front()})) break;
         try {
-            plans.push_back(build(problem, pass, candidates[c]));
+            auto plan = build(problem, pass, candidates[c]);
+            bool known = false;
+            for (const auto &p : plans) known |= same_computation(*p, *plan);
+            if (known) continue;
+            plans.push_back(std::move(plan));
             routes.push_back(candidates[c]);
         } catch (const Error &e) { // e.g. no bf16 kernel builds for this geometry: others do the work
             if (e.status() != Status::unsupported || (plans.empty() && c + 1 == candidates.size())) throw;
@@ -151,7 +184,7 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
     // Threads that measured the same new problem at once all take the first decision stored.
     const Route route = decisions().remember(key, routes[chosen]);
     for (size_t i = 0; i < plans.size(); ++i)
-        if (routes[i].compute == route.compute && routes[i].formulation == route.formulation) return plans[i];
+        if (routes[i] == route) return plans[i];
     return build(problem, pass, route);
 }
 
@@ -162,7 +195,14 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
     // deconvolution first.
     std::vector<Route> candidates;
     for (DataType compute : computes_allowed(problem.spec().dtype))
-        for (Formulation formulation : formulations_allowed(problem)) candidates.push_back({compute, formulation});
+        for (Formulation formulation : formulations_allowed(problem)) {
+            if (formulation == Formulation::matrix_product) {
+                candidates.push_back({compute, formulation, DataLayout::any});
+                continue;
+            }
+            for (DataLayout layout : data_layouts_allowed(compute))
+                candidates.push_back({compute, formulation, layout});
+        }
     try {
         return fastest_of(problem, pass, candidates);
     } catch (const Error &e) {
