@@ -51,6 +51,7 @@ LIBDECONV_AVX512 inline __m512 load_masked(const uint16_t *p, __mmask16 m) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(words), 16));
 }
 LIBDECONV_AVX512 inline void store_masked(float *p, __mmask16 m, __m512 v) { _mm512_mask_storeu_ps(p, m, v); }
+
 bool has_avx512_bf16() {
     static const bool has = __builtin_cpu_supports("avx512bf16");
     return has;
@@ -58,9 +59,9 @@ bool has_avx512_bf16() {
 
 LIBDECONV_AVX512 inline void store_masked(uint16_t *p, __mmask16 m, __m512 v) {
     if (has_avx512_bf16()) {
-        // One instruction instead of ten (assembler: no need to build all for AVX512_BF16):
-        // rounds to nearest even, NaN stays NaN, and f32 denormals become zero, as in
-        // oneDNN's own bf16 kernels on such CPUs.
+        // One instruction instead of ten, as inline assembly so that no function needs an
+        // AVX512_BF16 target: rounds to nearest even, NaN stays NaN, and f32 denormals become
+        // zero, as in oneDNN's own bf16 kernels on such CPUs.
         __m256i words;
         __asm__("vcvtneps2bf16 %1, %0" : "=v"(words) : "v"(v));
         _mm256_mask_storeu_epi16(p, m, words);
