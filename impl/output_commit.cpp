@@ -179,31 +179,36 @@ void commit_channels(const In *from, Out *rows, int64_t row_stride, int64_t bloc
         commit_tile<Add>(from, rows + k * row_stride, block, k, bias ? bias[k] : 0.f, p0, p1);
 }
 
+// f(n, cb, c0, width, p0, p1) for every tile of pixels [p0, p1) of channel block cb (channels
+// [c0, c0 + width)) of image n, over all threads. Tiles are independent too: a single image with
+// a single block (channels-last) still spreads over every thread.
+template <typename F>
+void for_each_tile(int64_t batch, int64_t channels, int64_t block, int64_t pixels, F f) {
+    constexpr int64_t kTile = 128; // pixels (64 was 5-15% slower on f32)
+    const int64_t blocks = (channels + block - 1) / block, tiles = (pixels + kTile - 1) / kTile;
+#pragma omp parallel for collapse(3) schedule(static) if (batch * channels * pixels >= kParallelElements)
+    for (int64_t n = 0; n < batch; ++n)
+        for (int64_t cb = 0; cb < blocks; ++cb)
+            for (int64_t t = 0; t < tiles; ++t) {
+                const int64_t c0 = cb * block, p0 = t * kTile;
+                f(n, cb, c0, std::min(block, channels - c0), p0, std::min(pixels, p0 + kTile));
+            }
+}
+
 template <typename In, typename Out>
 void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
     const ChannelBlocked &a = c.internal, &b = c.user;
-    const int64_t blocks = (a.channels + a.block - 1) / a.block;
     const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
-    constexpr int64_t kTile = 128;
-    const int64_t tiles = (pixels + kTile - 1) / kTile;
-    // Tiles are independent too: a single image with a single block (channels-last) still
-    // spreads over every thread.
-#pragma omp parallel for collapse(3) schedule(static) if (a.batch * a.channels * pixels >= kParallelElements)
-    for (int64_t n = 0; n < a.batch; ++n) {
-        for (int64_t cb = 0; cb < blocks; ++cb) {
-            for (int64_t t = 0; t < tiles; ++t) {
-                const int64_t c0 = cb * a.block, width = std::min(a.block, a.channels - c0);
+    for_each_tile(a.batch, a.channels, a.block, pixels,
+            [&](int64_t n, int64_t cb, int64_t c0, int64_t width, int64_t p0, int64_t p1) {
                 const In *from = in + n * a.stride_n + cb * a.stride_block;
                 Out *to = out + n * b.stride_n + c0 * b.stride_block;
-                const int64_t p0 = t * kTile, p1 = std::min(pixels, p0 + kTile);
                 const float *channel_bias = bias ? bias + c0 : nullptr;
                 if (add)
                     commit_channels<true>(from, to, b.stride_block, a.block, width, channel_bias, p0, p1);
                 else
                     commit_channels<false>(from, to, b.stride_block, a.block, width, channel_bias, p0, p1);
-            }
-        }
-    }
+            });
 }
 
 // The way in, the transpose the other way: channels-first planes into channel blocks (or
@@ -323,21 +328,12 @@ bool same_plain_layout(const ChannelBlocked &a, const ChannelBlocked &b, Channel
 // Planes (a) into blocks or channels-last (b); see uncommit_tile.
 template <typename In, typename Out>
 void commit_planes_to_blocked(const ChannelBlocked &a, const ChannelBlocked &b, const In *in, Out *out) {
-    const int64_t blocks = (b.channels + b.block - 1) / b.block;
     const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
-    constexpr int64_t kTile = 128;
-    const int64_t tiles = (pixels + kTile - 1) / kTile;
-#pragma omp parallel for collapse(3) schedule(static) if (a.batch * a.channels * pixels >= kParallelElements)
-    for (int64_t n = 0; n < a.batch; ++n) {
-        for (int64_t cb = 0; cb < blocks; ++cb) {
-            for (int64_t t = 0; t < tiles; ++t) {
-                const int64_t c0 = cb * b.block, width = std::min(b.block, b.channels - c0);
-                const int64_t p0 = t * kTile, p1 = std::min(pixels, p0 + kTile);
+    for_each_tile(a.batch, a.channels, b.block, pixels,
+            [&](int64_t n, int64_t cb, int64_t c0, int64_t width, int64_t p0, int64_t p1) {
                 uncommit_tile(in + n * a.stride_n + c0 * a.stride_block, a.stride_block,
                         out + n * b.stride_n + cb * b.stride_block, b.block, width, p0, p1);
-            }
-        }
-    }
+            });
 }
 
 // a is channels-first planes, b channel blocks or channels-last (then `blocked` is b as one block).
