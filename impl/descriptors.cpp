@@ -48,15 +48,17 @@ Geometry geometry(const Problem &p, DataLayout data_layout = DataLayout::any) {
 
 memory::desc any_desc(const memory::dims &dims, dt type) { return memory::desc(dims, type, tag::any); }
 
-// src or dst (or their gradients) as the route asks: any layout oneDNN likes, or a plain one.
-memory::desc data_desc(const Geometry &g, const memory::dims &dims, dt type) {
+// Plain (batch, channels, spatial...) data: channels-first or channels-last.
+tag plain_data_tag(size_t ndims, bool channels_last) {
     static const tag first[] = {tag::abc, tag::abcd, tag::abcde};
     static const tag last[] = {tag::acb, tag::acdb, tag::acdeb};
-    switch (g.data_layout) {
-    case DataLayout::channels_first: return memory::desc(dims, type, first[dims.size() - 3]);
-    case DataLayout::channels_last: return memory::desc(dims, type, last[dims.size() - 3]);
-    default: return any_desc(dims, type);
-    }
+    return (channels_last ? last : first)[ndims - 3];
+}
+
+// src or dst (or their gradients) as the route asks: any layout oneDNN likes, or a plain one.
+memory::desc data_desc(const Geometry &g, const memory::dims &dims, dt type) {
+    if (g.data_layout == DataLayout::any) return any_desc(dims, type);
+    return memory::desc(dims, type, plain_data_tag(dims.size(), g.data_layout == DataLayout::channels_last));
 }
 
 // Scratchpad first, then an internal copy for every converted input and every output (an
@@ -239,10 +241,7 @@ memory::desc user_data_desc(const Problem &p, bool output) {
     const Spec &s = p.spec();
     memory::dims dims{s.batch, output ? s.out_channels : s.in_channels};
     for (int i = 0; i < s.rank; ++i) dims.push_back(output ? p.out_size()[i] : s.in_size[i]);
-    static const tag first[] = {tag::abc, tag::abcd, tag::abcde};
-    static const tag last[] = {tag::acb, tag::acdb, tag::acdeb};
-    const tag t = s.layout == Layout::channels_first ? first[s.rank - 1] : last[s.rank - 1];
-    return memory::desc(dims, onednn_type(s.dtype), t);
+    return memory::desc(dims, onednn_type(s.dtype), plain_data_tag(dims.size(), s.layout == Layout::channels_last));
 }
 
 memory::desc user_weights_desc(const Problem &p) {
