@@ -49,10 +49,11 @@ void add_role(Plan &plan, int index, int arg, bool output, const dnnl::memory::d
         if (!r.by_commit) c.to_internal = make_reorder(user, internal, false, plan.scratchpad_bytes);
     }
     if (output) {
-        if (!c.identical) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
-        c.add_to_user = make_reorder(internal, user, true, plan.scratchpad_bytes);
         r.commit = OutputCommit{describe(internal), describe(user)};
         r.by_commit = !c.identical && (r.commit.tiled() || r.commit.elementwise());
+        if (r.by_commit) return; // the commit writes and adds: no reorder is ever run
+        if (!c.identical) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
+        c.add_to_user = make_reorder(internal, user, true, plan.scratchpad_bytes);
     }
 }
 
