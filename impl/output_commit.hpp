@@ -22,6 +22,9 @@ struct ChannelBlocked {
 // Plain strides, or one inner block on the channel axis; anything else is not usable.
 ChannelBlocked describe(const dnnl::memory::desc &desc);
 
+// Named for outputs (internal copy -> caller's buffer). An input's commit (Role::commit) runs
+// the other way: there `internal` describes the caller's buffer, the source, and `user` the
+// internal copy, the destination.
 struct OutputCommit {
     ChannelBlocked internal, user;
     bool usable() const { return internal.usable && user.usable; }
