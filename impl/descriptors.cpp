@@ -4,6 +4,7 @@
 #include "error.hpp"
 #include "gemm_formulation.hpp"
 #include "plan_building.hpp"
+#include "subpixel_formulation.hpp"
 #include "threads.hpp"
 
 #include <algorithm>
@@ -69,6 +70,10 @@ void lay_out_workspace(Plan &plan) {
     size_t offset = aligned(plan.scratchpad_bytes);
     for (Role &r : plan.roles) {
         if (!r.present) continue;
+        if (r.phases && !r.output) { // the staged copy of split weights
+            r.staged_offset = offset;
+            offset += aligned(r.conversion.user.get_size());
+        }
         r.has_internal = r.output || !r.conversion.identical;
         if (!r.has_internal) continue;
         r.internal_offset = offset;
@@ -150,28 +155,6 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
     }
 }
 
-// oneDNN 2.6's brgemm AMX convolution, which its bf16 deconvolution backward data wraps for most
-// problems, reads the 8 bytes past the end of a heap array (the AMX ukernel's skipped-bd-mask
-// buffer, at index M) whenever it generates its kernel. glibc malloc always has mapped memory
-// there; AddressSanitizer's allocator may end the block at an unmapped page (a CI crash). Avoiding
-// the kernel costs 10-20x in bf16 backward data (measured on dcgan layers), so only sanitizer
-// builds do (or builds with -DDECONV_AVOID_OVERREADING_KERNEL, for other guard-page allocators):
-// that kernel takes channels-last data only, and the iterator offers no other (the wrapped
-// convolution is fixed inside), so they ask for the 16-channel blocked layout instead.
-#if defined(__SANITIZE_ADDRESS__) && !defined(DECONV_AVOID_OVERREADING_KERNEL) // gcc
-#define DECONV_AVOID_OVERREADING_KERNEL
-#endif
-#if defined(__has_feature) && !defined(DECONV_AVOID_OVERREADING_KERNEL) // clang
-#if __has_feature(address_sanitizer)
-#define DECONV_AVOID_OVERREADING_KERNEL
-#endif
-#endif
-#ifdef DECONV_AVOID_OVERREADING_KERNEL
-constexpr bool kAvoidOverreadingKernel = true;
-#else
-constexpr bool kAvoidOverreadingKernel = false;
-#endif
-constexpr const char *kOverreadingKernel = "brgconv:avx512_core_amx_bf16";
 
 memory::desc blocked16_desc(const memory::dims &dims, dt type) {
     static const tag blocked[] = {tag::aBc16b, tag::aBcd16b, tag::aBcde16b};
@@ -258,6 +241,7 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     static std::atomic<uint64_t> next_id{1};
     const Geometry g = geometry(p, data_layout);
     const bool deconvolution = formulation == Formulation::deconvolution;
+    const bool subpixel = formulation == Formulation::subpixel;
     // oneDNN 2.6's bf16 deconvolution (jit_deconvolution:avx512_core_amx_bf16, first in its list)
     // crashes, in its kernel or when its descriptor iterator moves past it, once the innermost
     // stride reaches 48 (plain oneDNN alike); every bf16 pass needs that descriptor (backward
@@ -265,9 +249,11 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     if (deconvolution && compute == DataType::bf16 && g.strides.back() > 32)
         throw Error(Status::unsupported, "bf16 kernels of oneDNN 2.6 crash for an innermost stride above 32 (stride = "
                 + std::to_string(g.strides.back()) + ")");
-    if (!deconvolution && !is_matrix_product(p))
+    if (formulation == Formulation::matrix_product && !is_matrix_product(p))
         throw Error(Status::unsupported, "the problem is not a matrix product");
-    if (!deconvolution && data_layout != DataLayout::any)
+    if (subpixel && (pass != Pass::forward || !is_subpixel_candidate(p)))
+        throw Error(Status::unsupported, "the subpixel formulation computes the forward pass without dilation");
+    if (formulation == Formulation::matrix_product && data_layout != DataLayout::any)
         throw Error(Status::unsupported, "the matmul formulation lays out its matrices itself");
     const dt type = onednn_type(compute);
     Plan plan;
@@ -276,7 +262,9 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     plan.compute = compute;
     plan.single_threaded = runs_single_threaded(p);
     SingleThreaded scope(plan.single_threaded);
-    if (!deconvolution) {
+    if (subpixel) {
+        make_subpixel(plan, p, type, data_layout == DataLayout::channels_first);
+    } else if (!deconvolution) {
         if (!make_matrix_product(plan, p, pass, type))
             throw Error(Status::unsupported, "oneDNN has only a reference matmul for this problem");
     } else {

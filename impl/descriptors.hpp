@@ -5,12 +5,14 @@
 #pragma once
 
 #include "output_commit.hpp"
+#include "phase_interleave.hpp"
 #include "problem.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace libdeconv {
@@ -43,6 +45,11 @@ struct Role {
     // to the internal copy.
     bool by_commit = false;
     OutputCommit commit;
+    // The subpixel formulation's (phase_interleave.hpp): an output is interleaved from the
+    // internal copy by commit_phases; the weights are split into a staged copy first (at
+    // staged_offset; conversion.user is its layout, converted from there as any input).
+    std::shared_ptr<const PhaseSplit> phases;
+    size_t staged_offset = 0;
 };
 
 // Role indices per pass.
@@ -76,13 +83,16 @@ struct Plan {
     dnnl::primitive accumulating;
 };
 
-// How a pass is computed: oneDNN's deconvolution primitive, or a matmul where the problem is a
-// matrix product (gemm_formulation.hpp).
-enum class Formulation { deconvolution, matrix_product };
+// How a pass is computed: oneDNN's deconvolution primitive, a matmul where the problem is a
+// matrix product (gemm_formulation.hpp), or for the forward pass a convolution over the output's
+// phases (subpixel_formulation.hpp).
+enum class Formulation { deconvolution, matrix_product, subpixel };
 
 // The data layout a deconvolution primitive is asked for: whatever it likes best (format any),
 // or a plain one. Format any is not always fastest: for 3 output channels it picks blocks of 16
 // (dcgan.l5 forward f32 9.1 ms) where channels-first takes x64:gemm:jit (3.3 ms, and no copy).
+// The subpixel convolution's output is channels-last (any), or with channels_first its input
+// and output are.
 enum class DataLayout { any, channels_first, channels_last };
 
 // Throws Error(unsupported) when this compute type or formulation cannot run the problem.

@@ -116,20 +116,26 @@ void execute(const Plan &plan, const Tensors &tensors) {
         const Role &r = plan.roles[i];
         if (!r.present) continue;
         const Tensor &t = tensors[i];
+        // The input as its conversion reads it: the caller's buffer, or its phase-split copy.
+        const void *source = t.user;
+        if (!r.output && !t.ready && r.phases) {
+            split_weights(*r.phases, t.user, workspace + r.staged_offset);
+            source = workspace + r.staged_offset;
+        }
         dnnl_memory_t used;
         if (!r.output && t.ready) {
             used = t.ready->get();
         } else if (in_place(plan, r, t) || (!r.output && r.conversion.identical)) {
-            point_to(b.user[i], t.user);
+            point_to(b.user[i], source);
             used = b.user[i].get();
         } else if (!r.output && r.conversion.repeat > 0) {
-            fill_repeated(r.conversion, t.user, static_cast<float *>(b.internal[i].get_data_handle()));
+            fill_repeated(r.conversion, source, static_cast<float *>(b.internal[i].get_data_handle()));
             used = b.internal[i].get();
         } else if (!r.output && r.by_commit) {
-            commit_output(r.commit, t.user, workspace + r.internal_offset, nullptr, false);
+            commit_output(r.commit, source, workspace + r.internal_offset, nullptr, false);
             used = b.internal[i].get();
         } else if (!r.output) {
-            point_to(b.user[i], t.user);
+            point_to(b.user[i], source);
             reorder(r.conversion.to_internal, stream, b.user[i], b.internal[i], b.scratchpad);
             used = b.internal[i].get();
         } else {
@@ -158,6 +164,12 @@ void execute(const Plan &plan, const Tensors &tensors) {
         const Role &r = plan.roles[i];
         const Tensor &t = tensors[i];
         if (!r.present || !r.output || t.req == Req::null) continue;
+        if (r.phases) {
+            stream.wait();
+            commit_phases(*r.phases, workspace + r.internal_offset, const_cast<void *>(t.user), commit_bias,
+                    t.req == Req::add);
+            continue;
+        }
         const bool written = in_place(plan, r, t);
         if (plan.bias_in_commit || r.by_commit) { // in place when the primitive wrote the caller's buffer
             stream.wait();

@@ -4,7 +4,10 @@
 #include "execution.hpp"
 #include "gemm_formulation.hpp"
 #include "plan_building.hpp"
+#include "subpixel_formulation.hpp"
+#include "weights.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -48,31 +51,78 @@ std::vector<DataLayout> data_layouts_allowed(DataType compute) {
     return {DataLayout::any, DataLayout::channels_first, DataLayout::channels_last};
 }
 
-std::vector<Formulation> formulations_allowed(const Problem &problem) {
-    static const char *pinned = std::getenv("DECONV_FORMULATION");
-    const bool matmul = is_matrix_product(problem);
-    if (pinned && std::strcmp(pinned, "deconvolution") == 0) return {Formulation::deconvolution};
-    if (pinned && std::strcmp(pinned, "matmul") == 0 && matmul) return {Formulation::matrix_product};
-    if (matmul) return {Formulation::deconvolution, Formulation::matrix_product};
-    return {Formulation::deconvolution};
+// The subpixel convolution's output channels-last (any) or channels-first; the latter only in
+// f32, where it is x64:gemm:jit on the caller's channels-first input (in bf16 that kernel is
+// 5-30x slower). DECONV_DATA_LAYOUT=channels_first pins it, the other values channels-last.
+std::vector<DataLayout> subpixel_layouts_allowed(DataType compute) {
+    static const char *pinned = std::getenv("DECONV_DATA_LAYOUT");
+    if (pinned && std::strcmp(pinned, "channels_first") == 0) return {DataLayout::channels_first};
+    if (pinned || compute == DataType::bf16) return {DataLayout::any};
+    return {DataLayout::any, DataLayout::channels_first};
 }
 
-// Best of a few runs on zero-filled caller-side buffers, conversions included.
-double seconds_per_call(const Plan &plan) {
-    std::vector<std::vector<char>> buffers;
-    Tensors tensors;
-    for (int i = 0; i < kMaxRoles; ++i) {
-        if (!plan.roles[i].present) continue;
-        buffers.emplace_back(plan.roles[i].conversion.user.get_size(), 0);
-        tensors[i].user = buffers.back().data();
+std::vector<Formulation> formulations_allowed(const Problem &problem, Pass pass) {
+    static const char *pinned = std::getenv("DECONV_FORMULATION");
+    std::vector<Formulation> allowed{Formulation::deconvolution};
+    if (is_matrix_product(problem)) allowed.push_back(Formulation::matrix_product);
+    if (pass == Pass::forward && is_subpixel_candidate(problem)) allowed.push_back(Formulation::subpixel);
+    static const std::pair<const char *, Formulation> names[] = {{"deconvolution", Formulation::deconvolution},
+            {"matmul", Formulation::matrix_product}, {"subpixel", Formulation::subpixel}};
+    for (const auto &name : names)
+        if (pinned && std::strcmp(pinned, name.first) == 0)
+            return std::find(allowed.begin(), allowed.end(), name.second) != allowed.end()
+                           ? std::vector<Formulation>{name.second}
+                           : std::vector<Formulation>{Formulation::deconvolution};
+    return allowed;
+}
+
+// Zero-filled caller-side buffers, one per role, shared by all candidates of a problem: the
+// candidates then find them in the cache alike, as repeated calls of one handle do.
+using CallerBuffers = std::array<std::vector<char>, kMaxRoles>;
+
+// One candidate run on the caller-side buffers, conversions included; an inference forward on
+// weights packed once, as after deconv_set_weights (the subpixel formulation's weights take a
+// split and a reorder per call otherwise: 2-3 ms on hifigan.up1).
+class Trial {
+public:
+    Trial(const Plan &plan, const Problem &problem, CallerBuffers &buffers) : plan_(plan) {
+        for (int i = 0; i < kMaxRoles; ++i) {
+            if (!plan.roles[i].present) continue;
+            const size_t bytes = plan.roles[i].conversion.user.get_size();
+            if (buffers[i].size() < bytes) buffers[i].resize(bytes, 0);
+        }
+        if (plan.pass == Pass::forward && problem.spec().mode == Mode::inference)
+            packed_ = pack_weights(plan, buffers[role::fwd_weights].data(), buffers[role::fwd_bias].data());
     }
-    execute(plan, tensors); // warm-up: first touch of the workspace, code caches
-    double best = 1e30;
-    for (int run = 0; run < 2; ++run) {
+    // After every candidate's constructor, so that the buffers no longer move.
+    double seconds(const CallerBuffers &buffers) const {
+        Tensors tensors;
+        for (int i = 0; i < kMaxRoles; ++i)
+            if (plan_.roles[i].present) tensors[i].user = buffers[i].data();
+        if (packed_) {
+            tensors[role::fwd_weights] = Tensor{nullptr, &packed_->weights};
+            if (plan_.roles[role::fwd_bias].present) tensors[role::fwd_bias] = Tensor{nullptr, &packed_->bias};
+        }
         const auto start = std::chrono::steady_clock::now();
-        execute(plan, tensors);
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        execute(plan_, tensors);
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
+
+private:
+    const Plan &plan_;
+    std::shared_ptr<const PackedWeights> packed_;
+};
+
+// The best of a few runs of each plan, taken in turns so that a slower moment of the machine
+// is shared out rather than charged to one candidate.
+std::vector<double> seconds_per_call(const Problem &problem, const std::vector<const Plan *> &plans) {
+    CallerBuffers buffers;
+    std::vector<Trial> trials;
+    for (const Plan *plan : plans) trials.emplace_back(*plan, problem, buffers);
+    for (const Trial &t : trials) t.seconds(buffers); // warm-up: first touch of the workspace, code caches
+    std::vector<double> best(trials.size(), 1e30);
+    for (int round = 0; round < 2; ++round)
+        for (size_t i = 0; i < trials.size(); ++i) best[i] = std::min(best[i], trials[i].seconds(buffers));
     return best;
 }
 
@@ -172,12 +222,13 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
     size_t chosen = usable.empty() ? 0 : usable.front();
     if (usable.size() > 1 && worth_timing(problem, plans)) {
         // The preferred candidate keeps a near tie: within 3% the difference is noise.
-        std::vector<double> seconds(plans.size(), 0.0);
-        double best = 1e30;
-        for (size_t i : usable) best = std::min(best, seconds[i] = seconds_per_call(*plans[i]));
-        for (size_t i : usable)
-            if (seconds[i] <= (i == usable.front() ? best / 0.97 : best)) {
-                chosen = i;
+        std::vector<const Plan *> timed;
+        for (size_t i : usable) timed.push_back(plans[i].get());
+        const std::vector<double> seconds = seconds_per_call(problem, timed);
+        const double best = *std::min_element(seconds.begin(), seconds.end());
+        for (size_t k = 0; k < usable.size(); ++k)
+            if (seconds[k] <= (k == 0 ? best / 0.97 : best)) {
+                chosen = usable[k];
                 break;
             }
     }
@@ -195,9 +246,13 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
     // deconvolution first.
     std::vector<Route> candidates;
     for (DataType compute : computes_allowed(problem.spec().dtype))
-        for (Formulation formulation : formulations_allowed(problem)) {
+        for (Formulation formulation : formulations_allowed(problem, pass)) {
             if (formulation == Formulation::matrix_product) {
                 candidates.push_back({compute, formulation, DataLayout::any});
+                continue;
+            }
+            if (formulation == Formulation::subpixel) {
+                for (DataLayout layout : subpixel_layouts_allowed(compute)) candidates.push_back({compute, formulation, layout});
                 continue;
             }
             for (DataLayout layout : data_layouts_allowed(compute))
@@ -206,11 +261,20 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
     try {
         return fastest_of(problem, pass, candidates);
     } catch (const Error &e) {
-        // A pinned bf16 compute still falls back to f32 where no bf16 kernel runs the problem.
-        const bool bf16_only = candidates.front().compute == DataType::bf16 && candidates.back().compute == DataType::bf16;
-        if (e.status() != Status::unsupported || !bf16_only) throw;
-        for (Route &r : candidates) r.compute = DataType::f32;
-        return fastest_of(problem, pass, candidates);
+        if (e.status() != Status::unsupported) throw;
+        // A pinned route falls back where it cannot run the problem: a bf16 compute to f32, a
+        // formulation to oneDNN's deconvolution.
+        auto all = [&](auto predicate) { return std::all_of(candidates.begin(), candidates.end(), predicate); };
+        const bool bf16_only = all([](const Route &r) { return r.compute == DataType::bf16; });
+        const bool other_formulation = all([](const Route &r) { return r.formulation != Formulation::deconvolution; });
+        if (!bf16_only && !other_formulation) throw;
+        std::vector<Route> fallback;
+        for (Route r : candidates) {
+            if (bf16_only) r.compute = DataType::f32;
+            if (other_formulation) r = {r.compute, Formulation::deconvolution, DataLayout::any};
+            if (std::find(fallback.begin(), fallback.end(), r) == fallback.end()) fallback.push_back(r);
+        }
+        return fastest_of(problem, pass, fallback);
     }
 }
 

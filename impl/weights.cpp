@@ -4,6 +4,7 @@
 #include "execution.hpp"
 
 #include <cstring>
+#include <vector>
 
 namespace libdeconv {
 namespace {
@@ -39,7 +40,14 @@ dnnl::memory pack(const Role &role, const void *data, size_t scratchpad_bytes) {
 
 std::shared_ptr<const PackedWeights> pack_weights(const Plan &forward, const void *weights, const void *bias) {
     auto packed = std::make_shared<PackedWeights>();
-    packed->weights = pack(forward.roles[role::fwd_weights], weights, forward.scratchpad_bytes);
+    const Role &weights_role = forward.roles[role::fwd_weights];
+    std::vector<char> staged; // the subpixel formulation's weights, split by phase first
+    if (weights_role.phases) {
+        staged.resize(weights_role.conversion.user.get_size());
+        split_weights(*weights_role.phases, weights, staged.data());
+        weights = staged.data();
+    }
+    packed->weights = pack(weights_role, weights, forward.scratchpad_bytes);
     const Role &bias_role = forward.roles[role::fwd_bias];
     if (bias_role.present) packed->bias = pack(bias_role, bias, forward.scratchpad_bytes);
     return packed;

@@ -1,0 +1,234 @@
+#include "phase_interleave.hpp"
+
+#include "commit_kernels.hpp"
+
+#include <algorithm>
+
+namespace libdeconv {
+namespace {
+
+using namespace commit_kernels;
+using dt = dnnl::memory::data_type;
+
+int64_t product(const Dims3 &d, int rank, int from = 0) {
+    int64_t n = 1;
+    for (int i = from; i < rank; ++i) n *= d[i];
+    return n;
+}
+
+template <typename T>
+void split_typed(const PhaseSplit &s, const T *weights, T *conv) {
+    const int64_t kernel_taps = product(s.kernel, s.rank), icg = s.in_per_group, ocg = s.out_per_group;
+    const int64_t rows = s.groups * s.phases * ocg;
+#pragma omp parallel for schedule(static) if (rows * icg * s.taps >= (int64_t(1) << 16))
+    for (int64_t row = 0; row < rows; ++row) { // (g, phase, oc)
+        const int64_t g = row / (s.phases * ocg), phase = row / ocg % s.phases, oc = row % ocg;
+        const int64_t *taps = s.tap_of.data() + phase * s.taps;
+        T *to = conv + row * icg * s.taps;
+        for (int64_t ic = 0; ic < icg; ++ic) {
+            const T *from = weights + ((g * icg + ic) * ocg + oc) * kernel_taps;
+            for (int64_t j = 0; j < s.taps; ++j) to[ic * s.taps + j] = taps[j] < 0 ? T(0) : from[taps[j]];
+        }
+    }
+}
+
+// Element offsets of one image in the channels-last convolution output and the caller's buffer.
+struct Image {
+    int64_t conv, user;
+};
+
+template <bool Add, typename In, typename Out>
+void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *bias) {
+    const int r = s.rank;
+    const int64_t out_pixels = product(s.out, r), channels = s.groups * s.out_per_group;
+    const int64_t conv_image = s.conv_channels() * product(s.conv_out, r), user_image = channels * out_pixels;
+    const int64_t ocg = s.out_per_group, group_step = s.phases * ocg * s.channel_stride;
+    const bool parallel = s.batch * user_image >= kParallelElements;
+    // The source offset of output pixel (o_0, .., o_{r-2}) of the rows before the last dim.
+    auto row_offset = [&](int64_t row) {
+        int64_t offset = 0;
+        for (int d = r - 2; d >= 0; --d) {
+            offset += s.offset[d][row % s.out[d]];
+            row /= s.out[d];
+        }
+        return offset;
+    };
+    const int64_t width = s.out[r - 1], rows = out_pixels / width;
+    const int64_t *last = s.offset[r - 1].data();
+    if (!s.conv_channels_last) {
+        // Channels-first convolution output: every value gathered, along the pixels of a row
+        // (channels-first caller) or along the channels of a pixel (channels-last caller).
+        const bool indexed = !s.last_index.empty();
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+        for (int64_t n = 0; n < s.batch; ++n)
+            for (int64_t row = 0; row < rows; ++row) {
+                const In *from = conv + n * conv_image + row_offset(row);
+                Out *to = user + n * user_image + row * width * (s.user_channels_last ? channels : 1);
+                for (int64_t g = 0; g < s.groups; ++g) {
+                    const In *group = from + g * group_step;
+                    for (int64_t k = 0; k < ocg; ++k) {
+                        const int64_t c = g * ocg + k;
+                        if (indexed && !s.user_channels_last) {
+                            commit_gathered<Add>(group + k * s.channel_stride, s.last_index.data(), to + c * out_pixels,
+                                    width, bias ? bias + c : nullptr, 0);
+                            continue;
+                        }
+                        if (indexed) continue; // per pixel below
+                        for (int64_t o = 0; o < width; ++o) {
+                            const float v = load(group, k * s.channel_stride + last[o]) + (bias ? bias[c] : 0.f);
+                            const int64_t at = s.user_channels_last ? o * channels + c : c * out_pixels + o;
+                            store(to, at, Add ? load(to, at) + v : v);
+                        }
+                    }
+                    if (indexed && s.user_channels_last)
+                        for (int64_t o = 0; o < width; ++o)
+                            commit_gathered<Add>(group + last[o], s.channel_index.data(), to + o * channels + g * ocg,
+                                    ocg, bias ? bias + g * ocg : nullptr, 1);
+                }
+            }
+        return;
+    }
+    if (s.user_channels_last) {
+        // Every output pixel: one run of out_per_group contiguous channels per group.
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+        for (int64_t n = 0; n < s.batch; ++n)
+            for (int64_t row = 0; row < rows; ++row) {
+                const In *from = conv + n * conv_image + row_offset(row);
+                Out *to = user + n * user_image + row * width * channels;
+                for (int64_t o = 0; o < width; ++o)
+                    for (int64_t g = 0; g < s.groups; ++g)
+                        commit_run<Add>(from + last[o] + g * group_step, to + o * channels + g * ocg, ocg,
+                                bias ? bias + g * ocg : nullptr, 1);
+            }
+        return;
+    }
+    // Channels-first: rows of the last dim in tiles of pixels, transposed from pixel-major.
+    constexpr int64_t kTile = 128;
+    const int64_t tiles = (width + kTile - 1) / kTile;
+#pragma omp parallel for collapse(3) schedule(static) if (parallel)
+    for (int64_t n = 0; n < s.batch; ++n)
+        for (int64_t row = 0; row < rows; ++row)
+            for (int64_t t = 0; t < tiles; ++t) {
+                const int64_t p0 = t * kTile, p1 = std::min(width, p0 + kTile);
+                const In *from = conv + n * conv_image + row_offset(row);
+                for (int64_t g = 0; g < s.groups; ++g) {
+                    const In *group = from + g * group_step;
+                    Out *planes = user + n * user_image + g * ocg * out_pixels + row * width;
+                    const float *group_bias = bias ? bias + g * ocg : nullptr;
+                    if (has_avx512()) {
+                        commit_tile_avx512<Add>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels, 0,
+                                ocg, group_bias, p0, p1);
+                        continue;
+                    }
+                    for (int64_t k = 0; k < ocg; ++k)
+                        for (int64_t p = p0; p < p1; ++p) {
+                            const float v = load(group, last[p] + k) + (group_bias ? group_bias[k] : 0.f);
+                            Out *o = planes + k * out_pixels;
+                            store(o, p, Add ? load(o, p) + v : v);
+                        }
+                }
+            }
+}
+
+template <typename In, typename Out>
+void commit_dispatch(const PhaseSplit &s, const void *conv, void *user, const float *bias, bool add) {
+    if (add)
+        commit_typed<true>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);
+    else
+        commit_typed<false>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);
+}
+
+} // namespace
+
+PhaseSplit split_phases(const Problem &problem, dt conv_type, bool conv_channels_last) {
+    const Spec &spec = problem.spec();
+    PhaseSplit s;
+    s.rank = spec.rank;
+    s.batch = spec.batch;
+    s.groups = spec.groups;
+    s.in_per_group = spec.in_channels / spec.groups;
+    s.out_per_group = spec.out_channels / spec.groups;
+    s.weights_type = s.user_type = spec.dtype == DataType::f32 ? dt::f32 : dt::bf16;
+    s.conv_type = conv_type;
+    s.user_channels_last = spec.layout == Layout::channels_last;
+    for (int d = 0; d < s.rank; ++d) {
+        // Where in_size is 1 any stride gives the same output: the smallest (fewest phases).
+        const int64_t st = problem.kernel_stride()[d], k = spec.kernel[d], pad = problem.pad()[d];
+        s.stride[d] = st;
+        s.kernel[d] = k;
+        s.phase_taps[d] = (k + st - 1) / st;
+        s.in[d] = spec.in_size[d];
+        s.out[d] = problem.out_size()[d];
+        // Output o needs position (o + pad) div s. Beyond those, the convolution also computes
+        // the positions (never read) that keep its padding non-negative: where the pad exceeds
+        // the phase's taps, or the output ends before the input's last position.
+        const int64_t needed_first = pad / st, needed_last = (s.out[d] - 1 + pad) / st;
+        s.first[d] = std::min(needed_first, s.phase_taps[d] - 1);
+        const int64_t last = std::max(needed_last, s.in[d] - 1);
+        s.conv_out[d] = last - s.first[d] + 1;
+        s.pad_left[d] = s.phase_taps[d] - 1 - s.first[d];
+        s.pad_right[d] = last - (s.in[d] - 1);
+    }
+    s.phases = product(s.stride, s.rank);
+    s.taps = product(s.phase_taps, s.rank);
+    // Offsets in the convolution's output: position strides, and phase strides within a group.
+    s.conv_channels_last = conv_channels_last;
+    const int64_t plane = product(s.conv_out, s.rank);
+    s.channel_stride = conv_channels_last ? 1 : plane;
+    for (int d = 0; d < s.rank; ++d) {
+        const int64_t position_stride = (conv_channels_last ? s.conv_channels() : 1) * product(s.conv_out, s.rank, d + 1);
+        const int64_t phase_stride = s.out_per_group * product(s.stride, s.rank, d + 1) * s.channel_stride;
+        const int64_t pad = problem.pad()[d];
+        s.offset[d].resize(s.out[d]);
+        for (int64_t o = 0; o < s.out[d]; ++o)
+            s.offset[d][o] = ((o + pad) / s.stride[d] - s.first[d]) * position_stride
+                           + (o + pad) % s.stride[d] * phase_stride;
+    }
+    // The gathers' 32-bit indices, where the offsets fit (scaled by 4 bytes, with a margin).
+    constexpr int64_t kMaxIndex = int64_t(1) << 28;
+    const auto &last = s.offset[s.rank - 1];
+    if (!conv_channels_last && *std::max_element(last.begin(), last.end()) < kMaxIndex &&
+        (s.out_per_group - 1) * s.channel_stride < kMaxIndex) {
+        s.last_index.assign(last.begin(), last.end());
+        for (int64_t k = 0; k < s.out_per_group; ++k) s.channel_index.push_back(static_cast<int32_t>(k * s.channel_stride));
+    }
+    // Tap j of phase q in dim d is the caller's tap s * (M - 1 - j) + q (flipped).
+    s.tap_of.assign(s.phases * s.taps, -1);
+    for (int64_t phase = 0; phase < s.phases; ++phase)
+        for (int64_t j = 0; j < s.taps; ++j) {
+            int64_t q = phase, jj = j, tap = 0, scale = 1;
+            bool inside = true;
+            for (int d = s.rank - 1; d >= 0; --d) {
+                const int64_t qd = q % s.stride[d], jd = jj % s.phase_taps[d];
+                q /= s.stride[d];
+                jj /= s.phase_taps[d];
+                const int64_t t = s.stride[d] * (s.phase_taps[d] - 1 - jd) + qd;
+                inside &= t < s.kernel[d];
+                tap += t * scale;
+                scale *= s.kernel[d];
+            }
+            if (inside) s.tap_of[phase * s.taps + j] = tap;
+        }
+    return s;
+}
+
+void split_weights(const PhaseSplit &s, const void *weights, void *conv_weights) {
+    if (s.weights_type == dt::f32)
+        split_typed(s, static_cast<const uint32_t *>(weights), static_cast<uint32_t *>(conv_weights));
+    else
+        split_typed(s, static_cast<const uint16_t *>(weights), static_cast<uint16_t *>(conv_weights));
+}
+
+void commit_phases(const PhaseSplit &s, const void *conv, void *user, const float *bias, bool add) {
+    const bool in_f32 = s.conv_type == dt::f32, out_f32 = s.user_type == dt::f32;
+    if (in_f32 && out_f32)
+        commit_dispatch<float, float>(s, conv, user, bias, add);
+    else if (in_f32)
+        commit_dispatch<float, uint16_t>(s, conv, user, bias, add);
+    else if (out_f32)
+        commit_dispatch<uint16_t, float>(s, conv, user, bias, add);
+    else
+        commit_dispatch<uint16_t, uint16_t>(s, conv, user, bias, add);
+}
+
+} // namespace libdeconv
