@@ -70,7 +70,7 @@ void lay_out_workspace(Plan &plan) {
     size_t offset = aligned(plan.scratchpad_bytes);
     for (Role &r : plan.roles) {
         if (!r.present) continue;
-        if (r.phases && !r.output) { // the staged copy of split weights
+        if (r.split || r.staged) { // the subpixel formulation's staged copy
             r.staged_offset = offset;
             offset += aligned(r.conversion.user.get_size());
         }
@@ -251,8 +251,9 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
                 + std::to_string(g.strides.back()) + ")");
     if (formulation == Formulation::matrix_product && !is_matrix_product(p))
         throw Error(Status::unsupported, "the problem is not a matrix product");
-    if (subpixel && (pass != Pass::forward || !is_subpixel_candidate(p)))
-        throw Error(Status::unsupported, "the subpixel formulation computes the forward pass without dilation");
+    if (subpixel && (pass == Pass::backward_data || !is_subpixel_candidate(p)))
+        throw Error(Status::unsupported, "the subpixel formulation computes forward and weight-gradient passes "
+                                         "without dilation");
     if (formulation == Formulation::matrix_product && data_layout != DataLayout::any)
         throw Error(Status::unsupported, "the matmul formulation lays out its matrices itself");
     const dt type = onednn_type(compute);
@@ -263,7 +264,7 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     plan.single_threaded = runs_single_threaded(p);
     SingleThreaded scope(plan.single_threaded);
     if (subpixel) {
-        make_subpixel(plan, p, type, data_layout == DataLayout::channels_first);
+        make_subpixel(plan, p, pass, type, data_layout == DataLayout::channels_first);
     } else if (!deconvolution) {
         if (!make_matrix_product(plan, p, pass, type))
             throw Error(Status::unsupported, "oneDNN has only a reference matmul for this problem");

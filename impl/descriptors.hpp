@@ -45,10 +45,14 @@ struct Role {
     // to the internal copy.
     bool by_commit = false;
     OutputCommit commit;
-    // The subpixel formulation's (phase_interleave.hpp): an output is interleaved from the
-    // internal copy by commit_phases; the weights are split into a staged copy first (at
-    // staged_offset; conversion.user is its layout, converted from there as any input).
+    // The subpixel formulation's (phase_interleave.hpp). An input is rearranged by `split` into
+    // a staged copy (conversion.user is its layout), converted from there as any input. An
+    // output is moved into the caller's buffer by `merge`: from the internal copy, or with
+    // `staged` from the internal copy reordered into the staged one (conversion.user).
     std::shared_ptr<const PhaseSplit> phases;
+    void (*split)(const PhaseSplit &, const void *user, void *staged) = nullptr;
+    void (*merge)(const PhaseSplit &, const void *result, void *user, const float *bias, bool add) = nullptr;
+    bool staged = false;
     size_t staged_offset = 0;
 };
 

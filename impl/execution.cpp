@@ -75,7 +75,7 @@ void reorder(const dnnl::reorder &r, dnnl::stream &stream, const dnnl::memory &f
 // adds the bias in place).
 bool in_place(const Plan &plan, const Role &r, const Tensor &t) {
     const bool request_in_place = t.req == Req::write || (t.req == Req::add && plan.accumulating);
-    return r.output && r.conversion.identical && request_in_place;
+    return r.output && !r.merge && r.conversion.identical && request_in_place;
 }
 
 void point_to(const dnnl::memory &memory, const void *data) {
@@ -118,8 +118,8 @@ void execute(const Plan &plan, const Tensors &tensors) {
         const Tensor &t = tensors[i];
         // The input as its conversion reads it: the caller's buffer, or its phase-split copy.
         const void *source = t.user;
-        if (!r.output && !t.ready && r.phases) {
-            split_weights(*r.phases, t.user, workspace + r.staged_offset);
+        if (!r.output && !t.ready && r.split) {
+            r.split(*r.phases, t.user, workspace + r.staged_offset);
             source = workspace + r.staged_offset;
         }
         dnnl_memory_t used;
@@ -164,10 +164,19 @@ void execute(const Plan &plan, const Tensors &tensors) {
         const Role &r = plan.roles[i];
         const Tensor &t = tensors[i];
         if (!r.present || !r.output || t.req == Req::null) continue;
-        if (r.phases) {
+        if (r.merge) {
+            const char *result = workspace + r.internal_offset;
+            if (r.staged) {
+                if (r.by_commit) {
+                    commit_output(r.commit, result, workspace + r.staged_offset, nullptr, false);
+                } else {
+                    point_to(b.user[i], workspace + r.staged_offset);
+                    reorder(r.conversion.to_user, stream, b.internal[i], b.user[i], b.scratchpad);
+                }
+                result = workspace + r.staged_offset;
+            }
             stream.wait();
-            commit_phases(*r.phases, workspace + r.internal_offset, const_cast<void *>(t.user), commit_bias,
-                    t.req == Req::add);
+            r.merge(*r.phases, result, const_cast<void *>(t.user), commit_bias, t.req == Req::add);
             continue;
         }
         const bool written = in_place(plan, r, t);

@@ -130,6 +130,115 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
             }
 }
 
+// The way in: channels [0, width) of pixels [p0, p1) from channels-first planes (channel k of
+// pixel p at planes[k * plane_stride + p]) to pixel-major rows (to[at(p) + k]).
+template <typename In, typename Out, typename At>
+LIBDECONV_AVX512 void scatter_tile_avx512(const In *planes, int64_t plane_stride, Out *to, At at, int64_t width,
+        int64_t p0, int64_t p1) {
+    for (int64_t c0 = 0; c0 < width; c0 += 16) {
+        const int64_t channels = std::min<int64_t>(16, width - c0);
+        const __mmask16 channel_mask = static_cast<__mmask16>((1u << channels) - 1);
+        for (int64_t p = p0; p < p1; p += 16) {
+            const int64_t pixels = std::min<int64_t>(16, p1 - p);
+            const __mmask16 pixel_mask = static_cast<__mmask16>((1u << pixels) - 1);
+            __m512 r[16];
+            for (int i = 0; i < 16; ++i)
+                r[i] = i < channels ? load_masked(planes + (c0 + i) * plane_stride + p, pixel_mask) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int j = 0; j < pixels; ++j) store_unchanged<In>(to + at(p + j) + c0, channel_mask, r[j]);
+        }
+    }
+}
+
+template <typename In, typename Out>
+void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
+    const int r = s.rank;
+    const int64_t out_pixels = product(s.out, r), channels = s.groups * s.out_per_group;
+    const int64_t conv_pixels = product(s.conv_out, r), conv_channels = s.conv_channels();
+    const int64_t conv_image = conv_channels * conv_pixels, user_image = channels * out_pixels;
+    const int64_t ocg = s.out_per_group, group_step = s.phases * ocg;
+    const bool parallel = s.batch * user_image >= kParallelElements;
+    // Zeros where the convolution's value is no output position (the padding cut it off).
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+    for (int64_t n = 0; n < s.batch; ++n)
+        for (int64_t u = 0; u < conv_pixels; ++u) {
+            int64_t at[3] = {0, 0, 0};
+            for (int64_t d = r - 1, rest = u; d >= 0; --d) {
+                at[d] = rest % s.conv_out[d];
+                rest /= s.conv_out[d];
+            }
+            for (int64_t phase = 0; phase < s.phases; ++phase) {
+                bool used = true;
+                for (int64_t d = r - 1, rest = phase; d >= 0; --d) {
+                    used &= s.used[d][at[d] * s.stride[d] + rest % s.stride[d]] != 0;
+                    rest /= s.stride[d];
+                }
+                if (used) continue;
+                Out *zeros = conv + n * conv_image + u * conv_channels + phase * ocg;
+                for (int64_t g = 0; g < s.groups; ++g) std::fill_n(zeros + g * group_step, ocg, Out(0));
+            }
+        }
+    auto row_offset = [&](int64_t row) {
+        int64_t offset = 0;
+        for (int d = r - 2; d >= 0; --d) {
+            offset += s.offset[d][row % s.out[d]];
+            row /= s.out[d];
+        }
+        return offset;
+    };
+    const int64_t width = s.out[r - 1], rows = out_pixels / width;
+    const int64_t *last = s.offset[r - 1].data();
+    if (s.user_channels_last) {
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+        for (int64_t n = 0; n < s.batch; ++n)
+            for (int64_t row = 0; row < rows; ++row) {
+                const In *from = dd + n * user_image + row * width * channels;
+                Out *to = conv + n * conv_image + row_offset(row);
+                for (int64_t o = 0; o < width; ++o)
+                    for (int64_t g = 0; g < s.groups; ++g)
+                        commit_run<false>(from + o * channels + g * ocg, to + last[o] + g * group_step, ocg, nullptr, 0);
+            }
+        return;
+    }
+    constexpr int64_t kTile = 128;
+    const int64_t tiles = (width + kTile - 1) / kTile;
+#pragma omp parallel for collapse(3) schedule(static) if (parallel)
+    for (int64_t n = 0; n < s.batch; ++n)
+        for (int64_t row = 0; row < rows; ++row)
+            for (int64_t t = 0; t < tiles; ++t) {
+                const int64_t p0 = t * kTile, p1 = std::min(width, p0 + kTile);
+                Out *to = conv + n * conv_image + row_offset(row);
+                for (int64_t g = 0; g < s.groups; ++g) {
+                    const In *planes = dd + n * user_image + g * ocg * out_pixels + row * width;
+                    Out *group = to + g * group_step;
+                    if (has_avx512()) {
+                        scatter_tile_avx512(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg, p0, p1);
+                        continue;
+                    }
+                    for (int64_t k = 0; k < ocg; ++k)
+                        for (int64_t p = p0; p < p1; ++p) store(group, last[p] + k, load(planes, k * out_pixels + p));
+                }
+            }
+}
+
+template <typename Out>
+void merge_weight_gradient_typed(const PhaseSplit &s, const float *conv, Out *user, bool add) {
+    const int64_t kernel_taps = product(s.kernel, s.rank), icg = s.in_per_group, ocg = s.out_per_group;
+    const int64_t group_step = s.phases * ocg * icg * s.taps;
+#pragma omp parallel for schedule(static) if (s.groups * icg * ocg * kernel_taps >= kParallelElements)
+    for (int64_t row = 0; row < s.groups * icg; ++row) { // (g, ic): the caller's layout
+        const int64_t g = row / icg, ic = row % icg;
+        const float *from = conv + g * group_step + ic * s.taps;
+        Out *to = user + row * ocg * kernel_taps;
+        for (int64_t oc = 0; oc < ocg; ++oc)
+            for (int64_t t = 0; t < kernel_taps; ++t) {
+                const float v = from[oc * icg * s.taps + s.conv_tap_of[t]];
+                const int64_t at = oc * kernel_taps + t;
+                store(to, at, add ? load(to, at) + v : v);
+            }
+    }
+}
+
 template <typename In, typename Out>
 void commit_dispatch(const PhaseSplit &s, const void *conv, void *user, const float *bias, bool add) {
     if (add)
@@ -209,6 +318,25 @@ PhaseSplit split_phases(const Problem &problem, dt conv_type, bool conv_channels
             }
             if (inside) s.tap_of[phase * s.taps + j] = tap;
         }
+    s.conv_tap_of.assign(product(s.kernel, s.rank), 0);
+    for (int64_t phase = 0; phase < s.phases; ++phase)
+        for (int64_t j = 0; j < s.taps; ++j)
+            if (s.tap_of[phase * s.taps + j] >= 0)
+                s.conv_tap_of[s.tap_of[phase * s.taps + j]] = phase * s.out_per_group * s.in_per_group * s.taps + j;
+    for (int d = 0; d < s.rank; ++d) {
+        const int64_t pad = problem.pad()[d];
+        s.used[d].resize(s.conv_out[d] * s.stride[d]);
+        for (int64_t u = 0; u < s.conv_out[d]; ++u)
+            for (int64_t q = 0; q < s.stride[d]; ++q) {
+                const int64_t o = (u + s.first[d]) * s.stride[d] + q - pad;
+                s.used[d][u * s.stride[d] + q] = o >= 0 && o < s.out[d];
+            }
+        // Tap j reads input u - pad_left + j for u in [0, conv_out).
+        for (int64_t j = 0; j < s.phase_taps[d]; ++j) {
+            const int64_t lo = j - s.pad_left[d], hi = s.conv_out[d] - 1 + j - s.pad_left[d];
+            s.dead_taps |= hi < 0 || lo >= s.in[d];
+        }
+    }
     return s;
 }
 
@@ -217,6 +345,25 @@ void split_weights(const PhaseSplit &s, const void *weights, void *conv_weights)
         split_typed(s, static_cast<const uint32_t *>(weights), static_cast<uint32_t *>(conv_weights));
     else
         split_typed(s, static_cast<const uint16_t *>(weights), static_cast<uint16_t *>(conv_weights));
+}
+
+void split_output_gradient(const PhaseSplit &s, const void *dd, void *conv) {
+    const bool in_f32 = s.user_type == dt::f32, out_f32 = s.conv_type == dt::f32;
+    if (in_f32 && out_f32)
+        split_gradient_typed(s, static_cast<const float *>(dd), static_cast<float *>(conv));
+    else if (in_f32)
+        split_gradient_typed(s, static_cast<const float *>(dd), static_cast<uint16_t *>(conv));
+    else if (out_f32)
+        split_gradient_typed(s, static_cast<const uint16_t *>(dd), static_cast<float *>(conv));
+    else
+        split_gradient_typed(s, static_cast<const uint16_t *>(dd), static_cast<uint16_t *>(conv));
+}
+
+void merge_weight_gradient(const PhaseSplit &s, const void *conv, void *user, const float *, bool add) {
+    if (s.weights_type == dt::f32)
+        merge_weight_gradient_typed(s, static_cast<const float *>(conv), static_cast<float *>(user), add);
+    else
+        merge_weight_gradient_typed(s, static_cast<const float *>(conv), static_cast<uint16_t *>(user), add);
 }
 
 void commit_phases(const PhaseSplit &s, const void *conv, void *user, const float *bias, bool add) {

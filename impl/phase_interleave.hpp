@@ -44,6 +44,13 @@ struct PhaseSplit {
     std::vector<int32_t> last_index, channel_index;
     // Per phase and convolution tap (row-major): the caller's tap it holds (row-major), or -1.
     std::vector<int64_t> tap_of;
+    // Per caller tap: phase * out_per_group * in_per_group * taps + convolution tap (the inverse).
+    std::vector<int64_t> conv_tap_of;
+    // Per spatial dim, convolution position u and phase q (u * stride + q): whether that value
+    // of the convolution's output is an output position (not one cut off by the padding).
+    std::vector<char> used[3];
+    // Some convolution tap reads only padding in some dim (its weight gradient is an empty sum).
+    bool dead_taps = false;
     dnnl::memory::data_type weights_type = dnnl::memory::data_type::f32; // the caller's
     dnnl::memory::data_type conv_type = dnnl::memory::data_type::f32;    // the convolution's output
     dnnl::memory::data_type user_type = dnnl::memory::data_type::f32;
@@ -62,5 +69,13 @@ void split_weights(const PhaseSplit &split, const void *weights, void *conv_weig
 
 // user (=|+=) the convolution's output (conv_type), interleaved, + bias[channel] (f32, or NULL).
 void commit_phases(const PhaseSplit &split, const void *conv_output, void *user, const float *bias, bool add);
+
+// The backward-weights pass through the same convolution (channels-last only): the caller's
+// diff_dst as the convolution's (conv_type, zeros where no output position is), and the
+// convolution's weight gradient (plain f32, the layout of split_weights) back to the caller's
+// (=|+=; bias unused).
+void split_output_gradient(const PhaseSplit &split, const void *diff_dst, void *conv_diff_dst);
+void merge_weight_gradient(const PhaseSplit &split, const void *conv_diff_weights, void *diff_weights,
+        const float *bias, bool add);
 
 } // namespace libdeconv

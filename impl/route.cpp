@@ -51,13 +51,14 @@ std::vector<DataLayout> data_layouts_allowed(DataType compute) {
     return {DataLayout::any, DataLayout::channels_first, DataLayout::channels_last};
 }
 
-// The subpixel convolution's output channels-last (any) or channels-first; the latter only in
-// f32, where it is x64:gemm:jit on the caller's channels-first input (in bf16 that kernel is
-// 5-30x slower). DECONV_DATA_LAYOUT=channels_first pins it, the other values channels-last.
-std::vector<DataLayout> subpixel_layouts_allowed(DataType compute) {
+// The subpixel convolution's output channels-last (any) or channels-first; the latter only for
+// an f32 forward, where it is x64:gemm:jit on the caller's channels-first input (in bf16 that
+// kernel is 5-30x slower). DECONV_DATA_LAYOUT=channels_first pins it, the other values
+// channels-last.
+std::vector<DataLayout> subpixel_layouts_allowed(DataType compute, Pass pass) {
     static const char *pinned = std::getenv("DECONV_DATA_LAYOUT");
     if (pinned && std::strcmp(pinned, "channels_first") == 0) return {DataLayout::channels_first};
-    if (pinned || compute == DataType::bf16) return {DataLayout::any};
+    if (pinned || compute == DataType::bf16 || pass != Pass::forward) return {DataLayout::any};
     return {DataLayout::any, DataLayout::channels_first};
 }
 
@@ -65,7 +66,7 @@ std::vector<Formulation> formulations_allowed(const Problem &problem, Pass pass)
     static const char *pinned = std::getenv("DECONV_FORMULATION");
     std::vector<Formulation> allowed{Formulation::deconvolution};
     if (is_matrix_product(problem)) allowed.push_back(Formulation::matrix_product);
-    if (pass == Pass::forward && is_subpixel_candidate(problem)) allowed.push_back(Formulation::subpixel);
+    if (pass != Pass::backward_data && is_subpixel_candidate(problem)) allowed.push_back(Formulation::subpixel);
     static const std::pair<const char *, Formulation> names[] = {{"deconvolution", Formulation::deconvolution},
             {"matmul", Formulation::matrix_product}, {"subpixel", Formulation::subpixel}};
     for (const auto &name : names)
@@ -252,7 +253,8 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
                 continue;
             }
             if (formulation == Formulation::subpixel) {
-                for (DataLayout layout : subpixel_layouts_allowed(compute)) candidates.push_back({compute, formulation, layout});
+                for (DataLayout layout : subpixel_layouts_allowed(compute, pass))
+                    candidates.push_back({compute, formulation, layout});
                 continue;
             }
             for (DataLayout layout : data_layouts_allowed(compute))

@@ -32,52 +32,64 @@ memory::desc conv_weights_desc(const PhaseSplit &s, dt type) {
 
 memory::desc with_format_any(const memory::desc &d) { return memory::desc(d.dims(), d.data_type(), tag::any); }
 
-} // namespace
+// The convolution's descriptors' dims and padding.
+struct Convolution {
+    memory::dims src, dst, strides, pad_l, pad_r;
+};
 
-bool is_subpixel_candidate(const Problem &p) {
-    for (int d = 0; d < p.rank(); ++d)
-        if (p.spec().dilate[d] != 1) return false;
-    return true;
+Convolution convolution_of(const Spec &spec, const PhaseSplit &s) {
+    Convolution c{{s.batch, spec.in_channels}, {s.batch, s.conv_channels()}, {}, {}, {}};
+    for (int d = 0; d < s.rank; ++d) {
+        c.src.push_back(s.in[d]);
+        c.dst.push_back(s.conv_out[d]);
+        c.strides.push_back(1);
+        c.pad_l.push_back(s.pad_left[d]);
+        c.pad_r.push_back(s.pad_right[d]);
+    }
+    return c;
 }
 
-void make_subpixel(Plan &plan, const Problem &p, dt type, bool channels_first) {
+void refuse_reference(const std::string &impl) {
+    if (is_reference(impl)) throw Error(Status::unsupported, "oneDNN has only a reference convolution for the phases");
+}
+
+// Before its primitive is built: building it is what reads out of bounds.
+template <typename PD>
+PD refusing_overreading(PD pd) {
+    if (kAvoidOverreadingKernel && pd.impl_info_str() == std::string(kOverreadingKernel))
+        throw Error(Status::unsupported, std::string("oneDNN 2.6's ") + kOverreadingKernel + " reads out of bounds");
+    return pd;
+}
+
+void make_forward(Plan &plan, const Problem &p, dt type, bool channels_first) {
     const Spec &spec = p.spec();
     auto split = std::make_shared<PhaseSplit>(split_phases(p, type, !channels_first));
     const PhaseSplit &s = *split;
-    memory::dims src{s.batch, spec.in_channels}, dst{s.batch, s.conv_channels()}, strides, pad_l, pad_r;
-    for (int d = 0; d < s.rank; ++d) {
-        src.push_back(s.in[d]);
-        dst.push_back(s.conv_out[d]);
-        strides.push_back(1);
-        pad_l.push_back(s.pad_left[d]);
-        pad_r.push_back(s.pad_right[d]);
-    }
-    const memory::desc staged_weights = conv_weights_desc(s, s.weights_type);
+    const Convolution c = convolution_of(spec, s);
     const auto kind = spec.mode == Mode::training ? dnnl::prop_kind::forward_training
                                                   : dnnl::prop_kind::forward_inference;
     // Its output channels-last (brgconv's fastest layout), or channels-first with the input as
     // the caller's (x64:gemm:jit, no copy of a channels-first input). Only oneDNN's first
     // implementation: its 2.6 iterator crashes stepping over such descriptors.
-    const memory::desc conv_src = channels_first ? plain_desc(src, type, false) : memory::desc(src, type, tag::any);
-    const memory::desc conv_dst = plain_desc(dst, type, !channels_first);
+    const memory::desc conv_src = channels_first ? plain_desc(c.src, type, false) : memory::desc(c.src, type, tag::any);
+    const memory::desc conv_dst = plain_desc(c.dst, type, !channels_first);
     auto chosen = choose_implementation<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
             Pass::forward, spec, [&] {
                 dnnl::convolution_forward::desc d(kind, dnnl::algorithm::convolution_direct, conv_src,
-                        with_format_any(conv_weights_desc(s, type)), memory::desc(), conv_dst, strides, pad_l, pad_r);
-                return dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
+                        with_format_any(conv_weights_desc(s, type)), memory::desc(), conv_dst, c.strides, c.pad_l,
+                        c.pad_r);
+                return refusing_overreading(dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine()));
             }, false);
     const auto &pd = chosen.pd;
-    const std::string impl = pd.impl_info_str();
-    if (is_reference(impl)) throw Error(Status::unsupported, "oneDNN has only a reference convolution for the phases");
-    if (kAvoidOverreadingKernel && impl == kOverreadingKernel)
-        throw Error(Status::unsupported, std::string("oneDNN 2.6's ") + kOverreadingKernel + " reads out of bounds");
+    refuse_reference(pd.impl_info_str());
     plan.primitive = chosen.primitive;
-    plan.impl = "subpixel:" + impl;
+    plan.impl = std::string("subpixel:") + pd.impl_info_str();
     plan.scratchpad_bytes = pd.scratchpad_desc().get_size();
     add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, user_data_desc(p, false), pd.src_desc());
     // The caller's weights are split by phase into the staged layout first, then converted.
-    add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, staged_weights, pd.weights_desc());
+    add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, conv_weights_desc(s, s.weights_type), pd.weights_desc());
     plan.roles[role::fwd_weights].phases = split;
+    plan.roles[role::fwd_weights].split = split_weights;
     if (spec.bias) {
         const memory::dims bias{spec.out_channels};
         add_role(plan, role::fwd_bias, 0, false, memory::desc(bias, s.user_type, tag::a), memory::desc(bias, dt::f32, tag::a));
@@ -90,6 +102,64 @@ void make_subpixel(Plan &plan, const Problem &p, dt type, bool channels_first) {
     out.conversion.user = user_data_desc(p, true);
     out.conversion.internal = pd.dst_desc();
     out.phases = split;
+    out.merge = commit_phases;
+}
+
+// The weight gradient of the same convolution: its diff_dst is the caller's split by phase
+// (channels-last: oneDNN 2.6's AMX kernel takes it, its f32 kernels want blocks), its f32 weight
+// gradient reordered to plain and merged back into the caller's layout.
+void make_backward_weights(Plan &plan, const Problem &p, dt type) {
+    const Spec &spec = p.spec();
+    auto split = std::make_shared<PhaseSplit>(split_phases(p, type, true));
+    const PhaseSplit &s = *split;
+    const Convolution c = convolution_of(spec, s);
+    const memory::desc conv_src(c.src, type, tag::any), conv_dst = plain_desc(c.dst, type, true);
+    const memory::desc weights = conv_weights_desc(s, type);
+    const dnnl::convolution_forward::primitive_desc hint(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                    conv_src, with_format_any(weights), memory::desc(), conv_dst, c.strides, c.pad_l, c.pad_r),
+            cpu_engine());
+    auto chosen = choose_implementation<dnnl::convolution_backward_weights::primitive_desc,
+            dnnl::convolution_backward_weights>(Pass::backward_weights, spec, [&] {
+        dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, conv_src,
+                memory::desc(weights.dims(), dt::f32, tag::any), conv_dst, c.strides, c.pad_l, c.pad_r);
+        return refusing_overreading(
+                dnnl::convolution_backward_weights::primitive_desc(d, user_scratchpad(), cpu_engine(), hint));
+    }, false);
+    const auto &pd = chosen.pd;
+    refuse_reference(pd.impl_info_str());
+    plan.primitive = chosen.primitive;
+    plan.impl = std::string("subpixel:") + pd.impl_info_str();
+    plan.scratchpad_bytes = pd.scratchpad_desc().get_size();
+    // As oneDNN's deconvolution (descriptors.cpp): its AMX kernel leaves taps that read only
+    // padding unwritten in a scratchpad it then reduces.
+    plan.zero_scratchpad = s.dead_taps && plan.impl.find("amx") != std::string::npos;
+    add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, user_data_desc(p, false), pd.src_desc());
+    add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, pd.diff_dst_desc(), pd.diff_dst_desc());
+    Role &diff_dst = plan.roles[role::bwd_weights_diff_dst];
+    diff_dst.phases = split;
+    diff_dst.split = split_output_gradient;
+    add_role(plan, role::bwd_weights_diff_weights, DNNL_ARG_DIFF_WEIGHTS, true, conv_weights_desc(s, dt::f32),
+            pd.diff_weights_desc());
+    Role &out = plan.roles[role::bwd_weights_diff_weights];
+    out.phases = split;
+    out.merge = merge_weight_gradient;
+    out.staged = !out.conversion.identical;
+}
+
+} // namespace
+
+bool is_subpixel_candidate(const Problem &p) {
+    for (int d = 0; d < p.rank(); ++d)
+        if (p.spec().dilate[d] != 1) return false;
+    return true;
+}
+
+void make_subpixel(Plan &plan, const Problem &p, Pass pass, dt type, bool channels_first) {
+    if (pass == Pass::forward) return make_forward(plan, p, type, channels_first);
+    if (pass == Pass::backward_weights && !channels_first) return make_backward_weights(plan, p, type);
+    throw Error(Status::unsupported, "the subpixel formulation computes the forward pass and, channels-last, the "
+                                     "weight gradient");
 }
 
 } // namespace libdeconv

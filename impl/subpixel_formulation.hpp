@@ -1,6 +1,6 @@
 // The forward pass of a deconvolution without dilation as one stride-1 convolution that computes
 // every output phase as channels ("subpixel", phase_interleave.hpp), interleaved back by the
-// output commit, which adds the bias. oneDNN 2.6's convolution kernels run strided problems
+// output commit, which adds the bias; and its weight gradient as that convolution's. oneDNN 2.6's convolution kernels run strided problems
 // several times faster than its deconvolution (2 threads, the convolution alone: fcn8s.upscore8
 // f32 3.0 ms against 17 ms, bf16 on AMX 0.45 ms against 25 ms; dcgan.l2 bf16 1.7 against 10 ms).
 #pragma once
@@ -12,9 +12,9 @@ namespace libdeconv {
 // No dilation (every phase would need its own convolution otherwise).
 bool is_subpixel_candidate(const Problem &problem);
 
-// Makes the forward pass of such a problem the convolution computing in `type`, with its output
-// channels-last or (`channels_first`) its input and output channels-first; throws
-// Error(unsupported) when oneDNN has no real kernel for it.
-void make_subpixel(Plan &plan, const Problem &problem, dnnl::memory::data_type type, bool channels_first);
+// Makes `pass` of such a problem the convolution computing in `type`: forward with its output
+// channels-last or (`channels_first`) its input and output channels-first; backward weights
+// channels-last. Throws Error(unsupported) for backward data, or when oneDNN has no real kernel.
+void make_subpixel(Plan &plan, const Problem &problem, Pass pass, dnnl::memory::data_type type, bool channels_first);
 
 } // namespace libdeconv

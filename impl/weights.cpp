@@ -42,9 +42,9 @@ std::shared_ptr<const PackedWeights> pack_weights(const Plan &forward, const voi
     auto packed = std::make_shared<PackedWeights>();
     const Role &weights_role = forward.roles[role::fwd_weights];
     std::vector<char> staged; // the subpixel formulation's weights, split by phase first
-    if (weights_role.phases) {
+    if (weights_role.split) {
         staged.resize(weights_role.conversion.user.get_size());
-        split_weights(*weights_role.phases, weights, staged.data());
+        weights_role.split(*weights_role.phases, weights, staged.data());
         weights = staged.data();
     }
     packed->weights = pack(weights_role, weights, forward.scratchpad_bytes);

@@ -135,9 +135,11 @@ void check_out(const char* what, Out& o, const Expected& e, deconv_dtype dt, ToC
     }
 }
 
-// Forward passes that ran as the subpixel convolution (impl/subpixel_formulation.hpp), counted
-// so that the sweep pinned to it (cpp_sweep_formulation_subpixel) shows it ran.
-int subpixel_forwards = 0;
+// Passes that ran as the subpixel convolution (impl/subpixel_formulation.hpp), counted so that
+// the sweep pinned to it (cpp_sweep_formulation_subpixel*) shows it ran; and whether oneDNN ran
+// it on AMX (where its bf16 weight gradient takes channels-last data).
+int subpixel_forwards = 0, subpixel_weight_gradients = 0;
+bool subpixel_on_amx = false;
 
 bool pinned_to(const char* formulation) {
     const char* pinned = std::getenv("DECONV_FORMULATION");
@@ -169,7 +171,10 @@ void run_case(int index, const Problem& p, deconv_dtype dt, deconv_layout l, std
     Handle train(params(DECONV_TRAINING));
     ASSERT_TRUE(train.ok()) << deconv_status_string(train.status()) << ": " << train.error();
     SCOPED_TRACE(train.impls());
-    subpixel_forwards += std::string(train.impl(DECONV_PASS_FORWARD)).rfind("subpixel:", 0) == 0;
+    const std::string forward_impl = train.impl(DECONV_PASS_FORWARD);
+    subpixel_forwards += forward_impl.rfind("subpixel:", 0) == 0;
+    subpixel_on_amx |= forward_impl.rfind("subpixel:", 0) == 0 && forward_impl.find("amx") != std::string::npos;
+    subpixel_weight_gradients += std::string(train.impl(DECONV_PASS_BACKWARD_WEIGHTS)).rfind("subpixel:", 0) == 0;
 
     // Forward, on an inference handle half of the time. Requests in a random order, so that
     // the state left by one call cannot make the next look right.
@@ -227,7 +232,7 @@ void run_case(int index, const Problem& p, deconv_dtype dt, deconv_layout l, std
 class Sweep : public ::testing::TestWithParam<int> {};
 
 TEST_P(Sweep, AllPassesAllRequests) {
-    const int subpixel_before = subpixel_forwards;
+    const int subpixel_before = subpixel_forwards, gradients_before = subpixel_weight_gradients;
     for (int i = GetParam() * kPerShard; i < (GetParam() + 1) * kPerShard; ++i) {
         std::mt19937_64 rng(kSeed + i);
         const Problem p = random_problem(rng);
@@ -240,7 +245,12 @@ TEST_P(Sweep, AllPassesAllRequests) {
     }
     // Pinned, it takes the problems without dilation that a real oneDNN convolution runs with
     // channels-last output (not those with few channels per group): 2-10 of 40 cases per shard.
-    if (pinned_to("subpixel")) EXPECT_GT(subpixel_forwards - subpixel_before, 0);
+    if (pinned_to("subpixel")) {
+        EXPECT_GT(subpixel_forwards - subpixel_before, 0);
+        if (subpixel_on_amx && !std::getenv("DECONV_DATA_LAYOUT")) {
+            EXPECT_GT(subpixel_weight_gradients - gradients_before, 0);
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, Sweep, ::testing::Range(0, kShards));
