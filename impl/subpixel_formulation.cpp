@@ -106,14 +106,17 @@ void make_forward(Plan &plan, const Problem &p, dt type, bool channels_first) {
 }
 
 // The weight gradient of the same convolution: its diff_dst is the caller's split by phase
-// (channels-last: oneDNN 2.6's AMX kernel takes it, its f32 kernels want blocks), its f32 weight
-// gradient reordered to plain and merged back into the caller's layout.
+// (channels-last), its f32 weight gradient reordered to plain and merged back into the caller's
+// layout. oneDNN 2.6's AMX kernel takes channels-last; its f32 kernels want channel blocks
+// (else a reference kernel), so in f32 the split is reordered into those.
 void make_backward_weights(Plan &plan, const Problem &p, dt type) {
     const Spec &spec = p.spec();
     auto split = std::make_shared<PhaseSplit>(split_phases(p, type, true));
     const PhaseSplit &s = *split;
     const Convolution c = convolution_of(spec, s);
-    const memory::desc conv_src(c.src, type, tag::any), conv_dst = plain_desc(c.dst, type, true);
+    const memory::desc staged_dst = plain_desc(c.dst, type, true);
+    const memory::desc conv_src(c.src, type, tag::any);
+    const memory::desc conv_dst = type == dt::f32 ? memory::desc(c.dst, type, tag::any) : staged_dst;
     const memory::desc weights = conv_weights_desc(s, type);
     const dnnl::convolution_forward::primitive_desc hint(
             dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
@@ -135,7 +138,7 @@ void make_backward_weights(Plan &plan, const Problem &p, dt type) {
     // padding unwritten in a scratchpad it then reduces.
     plan.zero_scratchpad = s.dead_taps && plan.impl.find("amx") != std::string::npos;
     add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, user_data_desc(p, false), pd.src_desc());
-    add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, pd.diff_dst_desc(), pd.diff_dst_desc());
+    add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, staged_dst, pd.diff_dst_desc());
     Role &diff_dst = plan.roles[role::bwd_weights_diff_dst];
     diff_dst.phases = split;
     diff_dst.split = split_output_gradient;
