@@ -115,15 +115,21 @@ private:
 };
 
 // The best of a few runs of each plan, taken in turns so that a slower moment of the machine
-// is shared out rather than charged to one candidate.
+// is shared out rather than charged to one candidate. Calls of microseconds are repeated up
+// to about 0.1 ms per turn: two of them alone decide by noise (tiny.latency's bias route).
 std::vector<double> seconds_per_call(const Problem &problem, const std::vector<const Plan *> &plans) {
     CallerBuffers buffers;
     std::vector<Trial> trials;
     for (const Plan *plan : plans) trials.emplace_back(*plan, problem, buffers);
-    for (const Trial &t : trials) t.seconds(buffers); // warm-up: first touch of the workspace, code caches
+    std::vector<int> repeats;
+    for (const Trial &t : trials) { // warm-up: first touch of the workspace, code caches
+        constexpr double kTurnSeconds = 1e-4;
+        repeats.push_back(static_cast<int>(std::clamp(kTurnSeconds / t.seconds(buffers), 1.0, 50.0)));
+    }
     std::vector<double> best(trials.size(), 1e30);
     for (int round = 0; round < 2; ++round)
-        for (size_t i = 0; i < trials.size(); ++i) best[i] = std::min(best[i], trials[i].seconds(buffers));
+        for (size_t i = 0; i < trials.size(); ++i)
+            for (int r = 0; r < repeats[i]; ++r) best[i] = std::min(best[i], trials[i].seconds(buffers));
     return best;
 }
 
