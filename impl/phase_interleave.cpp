@@ -32,11 +32,6 @@ void split_typed(const PhaseSplit &s, const T *weights, T *conv) {
     }
 }
 
-// Element offsets of one image in the channels-last convolution output and the caller's buffer.
-struct Image {
-    int64_t conv, user;
-};
-
 template <bool Add, typename In, typename Out>
 void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *bias) {
     const int r = s.rank;
@@ -66,24 +61,23 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
                 Out *to = user + n * user_image + row * width * (s.user_channels_last ? channels : 1);
                 for (int64_t g = 0; g < s.groups; ++g) {
                     const In *group = from + g * group_step;
-                    for (int64_t k = 0; k < ocg; ++k) {
-                        const int64_t c = g * ocg + k;
-                        if (indexed && !s.user_channels_last) {
-                            commit_gathered<Add>(group + k * s.channel_stride, s.last_index.data(), to + c * out_pixels,
-                                    width, bias ? bias + c : nullptr, 0);
-                            continue;
-                        }
-                        if (indexed) continue; // per pixel below
-                        for (int64_t o = 0; o < width; ++o) {
-                            const float v = load(group, k * s.channel_stride + last[o]) + (bias ? bias[c] : 0.f);
-                            const int64_t at = s.user_channels_last ? o * channels + c : c * out_pixels + o;
-                            store(to, at, Add ? load(to, at) + v : v);
-                        }
-                    }
-                    if (indexed && s.user_channels_last)
+                    const float *group_bias = bias ? bias + g * ocg : nullptr;
+                    if (indexed && s.user_channels_last) {
                         for (int64_t o = 0; o < width; ++o)
                             commit_gathered<Add>(group + last[o], s.channel_index.data(), to + o * channels + g * ocg,
-                                    ocg, bias ? bias + g * ocg : nullptr, 1);
+                                    ocg, group_bias, 1);
+                    } else if (indexed) {
+                        for (int64_t k = 0; k < ocg; ++k)
+                            commit_gathered<Add>(group + k * s.channel_stride, s.last_index.data(),
+                                    to + (g * ocg + k) * out_pixels, width, group_bias ? group_bias + k : nullptr, 0);
+                    } else { // offsets past 32 bits
+                        for (int64_t k = 0; k < ocg; ++k)
+                            for (int64_t o = 0; o < width; ++o) {
+                                const float v = load(group, k * s.channel_stride + last[o]) + (group_bias ? group_bias[k] : 0.f);
+                                const int64_t c = g * ocg + k, at = s.user_channels_last ? o * channels + c : c * out_pixels + o;
+                                store(to, at, Add ? load(to, at) + v : v);
+                            }
+                    }
                 }
             }
         return;
