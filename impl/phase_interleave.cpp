@@ -16,6 +16,17 @@ int64_t product(const Dims3 &d, int rank, int from = 0) {
     return n;
 }
 
+// Where output row `row` (the output position in every dim but the last, row-major) starts in
+// the convolution's output: its positions' and phases' offsets.
+int64_t row_offset(const PhaseSplit &s, int64_t row) {
+    int64_t offset = 0;
+    for (int d = s.rank - 2; d >= 0; --d) {
+        offset += s.offset[d][row % s.out[d]];
+        row /= s.out[d];
+    }
+    return offset;
+}
+
 template <typename T>
 void split_typed(const PhaseSplit &s, const T *weights, T *conv) {
     const int64_t kernel_taps = product(s.kernel, s.rank), icg = s.in_per_group, ocg = s.out_per_group;
@@ -39,15 +50,6 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
     const int64_t conv_image = s.conv_channels() * product(s.conv_out, r), user_image = channels * out_pixels;
     const int64_t ocg = s.out_per_group, group_step = s.phases * ocg * s.channel_stride;
     const bool parallel = s.batch * user_image >= kParallelElements;
-    // The source offset of output pixel (o_0, .., o_{r-2}) of the rows before the last dim.
-    auto row_offset = [&](int64_t row) {
-        int64_t offset = 0;
-        for (int d = r - 2; d >= 0; --d) {
-            offset += s.offset[d][row % s.out[d]];
-            row /= s.out[d];
-        }
-        return offset;
-    };
     const int64_t width = s.out[r - 1], rows = out_pixels / width;
     const int64_t *last = s.offset[r - 1].data();
     if (!s.conv_channels_last) {
@@ -57,7 +59,7 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
         for (int64_t n = 0; n < s.batch; ++n)
             for (int64_t row = 0; row < rows; ++row) {
-                const In *from = conv + n * conv_image + row_offset(row);
+                const In *from = conv + n * conv_image + row_offset(s, row);
                 Out *to = user + n * user_image + row * width * (s.user_channels_last ? channels : 1);
                 for (int64_t g = 0; g < s.groups; ++g) {
                     const In *group = from + g * group_step;
@@ -87,7 +89,7 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
         for (int64_t n = 0; n < s.batch; ++n)
             for (int64_t row = 0; row < rows; ++row) {
-                const In *from = conv + n * conv_image + row_offset(row);
+                const In *from = conv + n * conv_image + row_offset(s, row);
                 Out *to = user + n * user_image + row * width * channels;
                 for (int64_t o = 0; o < width; ++o)
                     for (int64_t g = 0; g < s.groups; ++g)
@@ -104,7 +106,7 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
         for (int64_t row = 0; row < rows; ++row)
             for (int64_t t = 0; t < tiles; ++t) {
                 const int64_t p0 = t * kTile, p1 = std::min(width, p0 + kTile);
-                const In *from = conv + n * conv_image + row_offset(row);
+                const In *from = conv + n * conv_image + row_offset(s, row);
                 for (int64_t g = 0; g < s.groups; ++g) {
                     const In *group = from + g * group_step;
                     Out *planes = user + n * user_image + g * ocg * out_pixels + row * width;
@@ -172,14 +174,6 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
                 for (int64_t g = 0; g < s.groups; ++g) std::fill_n(zeros + g * group_step, ocg, Out(0));
             }
         }
-    auto row_offset = [&](int64_t row) {
-        int64_t offset = 0;
-        for (int d = r - 2; d >= 0; --d) {
-            offset += s.offset[d][row % s.out[d]];
-            row /= s.out[d];
-        }
-        return offset;
-    };
     const int64_t width = s.out[r - 1], rows = out_pixels / width;
     const int64_t *last = s.offset[r - 1].data();
     if (s.user_channels_last) {
@@ -187,7 +181,7 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
         for (int64_t n = 0; n < s.batch; ++n)
             for (int64_t row = 0; row < rows; ++row) {
                 const In *from = dd + n * user_image + row * width * channels;
-                Out *to = conv + n * conv_image + row_offset(row);
+                Out *to = conv + n * conv_image + row_offset(s, row);
                 for (int64_t o = 0; o < width; ++o)
                     for (int64_t g = 0; g < s.groups; ++g)
                         commit_run<false>(from + o * channels + g * ocg, to + last[o] + g * group_step, ocg, nullptr, 0);
@@ -201,7 +195,7 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
         for (int64_t row = 0; row < rows; ++row)
             for (int64_t t = 0; t < tiles; ++t) {
                 const int64_t p0 = t * kTile, p1 = std::min(width, p0 + kTile);
-                Out *to = conv + n * conv_image + row_offset(row);
+                Out *to = conv + n * conv_image + row_offset(s, row);
                 for (int64_t g = 0; g < s.groups; ++g) {
                     const In *planes = dd + n * user_image + g * ocg * out_pixels + row * width;
                     Out *group = to + g * group_step;

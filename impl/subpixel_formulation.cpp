@@ -49,8 +49,14 @@ Convolution convolution_of(const Spec &spec, const PhaseSplit &s) {
     return c;
 }
 
-void refuse_reference(const std::string &impl) {
+// The chosen convolution as the plan's primitive; a reference kernel makes no route.
+template <typename PD, typename Prim>
+void adopt(Plan &plan, const Chosen<PD, Prim> &chosen) {
+    const std::string impl = chosen.pd.impl_info_str();
     if (is_reference(impl)) throw Error(Status::unsupported, "oneDNN has only a reference convolution for the phases");
+    plan.primitive = chosen.primitive;
+    plan.impl = "subpixel:" + impl;
+    plan.scratchpad_bytes = chosen.pd.scratchpad_desc().get_size();
 }
 
 // Before its primitive is built: building it is what reads out of bounds.
@@ -80,11 +86,8 @@ void make_forward(Plan &plan, const Problem &p, dt type, bool channels_first) {
                         c.pad_r);
                 return refusing_overreading(dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine()));
             }, false);
+    adopt(plan, chosen);
     const auto &pd = chosen.pd;
-    refuse_reference(pd.impl_info_str());
-    plan.primitive = chosen.primitive;
-    plan.impl = std::string("subpixel:") + pd.impl_info_str();
-    plan.scratchpad_bytes = pd.scratchpad_desc().get_size();
     add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, user_data_desc(p, false), pd.src_desc());
     // The caller's weights are split by phase into the staged layout first, then converted.
     add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, conv_weights_desc(s, s.weights_type), pd.weights_desc());
@@ -129,11 +132,8 @@ void make_backward_weights(Plan &plan, const Problem &p, dt type) {
         return refusing_overreading(
                 dnnl::convolution_backward_weights::primitive_desc(d, user_scratchpad(), cpu_engine(), hint));
     }, false);
+    adopt(plan, chosen);
     const auto &pd = chosen.pd;
-    refuse_reference(pd.impl_info_str());
-    plan.primitive = chosen.primitive;
-    plan.impl = std::string("subpixel:") + pd.impl_info_str();
-    plan.scratchpad_bytes = pd.scratchpad_desc().get_size();
     // As oneDNN's deconvolution (descriptors.cpp): its AMX kernel leaves taps that read only
     // padding unwritten in a scratchpad it then reduces.
     plan.zero_scratchpad = s.dead_taps && plan.impl.find("amx") != std::string::npos;
@@ -159,10 +159,19 @@ bool is_subpixel_candidate(const Problem &p) {
 }
 
 void make_subpixel(Plan &plan, const Problem &p, Pass pass, dt type, bool channels_first) {
-    if (pass == Pass::forward) return make_forward(plan, p, type, channels_first);
-    if (pass == Pass::backward_weights && !channels_first) return make_backward_weights(plan, p, type);
-    throw Error(Status::unsupported, "the subpixel formulation computes the forward pass and, channels-last, the "
-                                     "weight gradient");
+    if (pass == Pass::backward_data || (pass == Pass::backward_weights && channels_first))
+        throw Error(Status::unsupported, "the subpixel formulation computes the forward pass and, channels-last, the "
+                                         "weight gradient");
+    // A descriptor oneDNN cannot make (unlikely: it has reference convolutions) is no route.
+    try {
+        if (pass == Pass::forward)
+            make_forward(plan, p, type, channels_first);
+        else
+            make_backward_weights(plan, p, type);
+    } catch (const dnnl::error &e) {
+        if (e.status == dnnl_out_of_memory) throw;
+        throw Error(Status::unsupported, std::string("oneDNN cannot make the phase convolution: ") + e.what());
+    }
 }
 
 } // namespace libdeconv
