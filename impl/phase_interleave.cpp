@@ -27,6 +27,18 @@ int64_t row_offset(const PhaseSplit &s, int64_t row) {
     return offset;
 }
 
+// f(n, row, p0, p1) for every tile of pixels [p0, p1) of every output row of every image, over
+// all threads when `parallel`.
+template <typename F>
+void for_each_row_tile(const PhaseSplit &s, int64_t rows, int64_t width, bool parallel, F f) {
+    constexpr int64_t kTile = 128;
+    const int64_t tiles = (width + kTile - 1) / kTile;
+#pragma omp parallel for collapse(3) schedule(static) if (parallel)
+    for (int64_t n = 0; n < s.batch; ++n)
+        for (int64_t row = 0; row < rows; ++row)
+            for (int64_t t = 0; t < tiles; ++t) f(n, row, t * kTile, std::min(width, (t + 1) * kTile));
+}
+
 template <typename T>
 void split_typed(const PhaseSplit &s, const T *weights, T *conv) {
     const int64_t kernel_taps = product(s.kernel, s.rank), icg = s.in_per_group, ocg = s.out_per_group;
@@ -99,31 +111,25 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
         return;
     }
     // Channels-first: rows of the last dim in tiles of pixels, transposed from pixel-major.
-    constexpr int64_t kTile = 128;
-    const int64_t tiles = (width + kTile - 1) / kTile;
-#pragma omp parallel for collapse(3) schedule(static) if (parallel)
-    for (int64_t n = 0; n < s.batch; ++n)
-        for (int64_t row = 0; row < rows; ++row)
-            for (int64_t t = 0; t < tiles; ++t) {
-                const int64_t p0 = t * kTile, p1 = std::min(width, p0 + kTile);
-                const In *from = conv + n * conv_image + row_offset(s, row);
-                for (int64_t g = 0; g < s.groups; ++g) {
-                    const In *group = from + g * group_step;
-                    Out *planes = user + n * user_image + g * ocg * out_pixels + row * width;
-                    const float *group_bias = bias ? bias + g * ocg : nullptr;
-                    if (has_avx512()) {
-                        commit_tile_avx512<Add>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels, 0,
-                                ocg, group_bias, p0, p1);
-                        continue;
-                    }
-                    for (int64_t k = 0; k < ocg; ++k)
-                        for (int64_t p = p0; p < p1; ++p) {
-                            const float v = load(group, last[p] + k) + (group_bias ? group_bias[k] : 0.f);
-                            Out *o = planes + k * out_pixels;
-                            store(o, p, Add ? load(o, p) + v : v);
-                        }
-                }
+    for_each_row_tile(s, rows, width, parallel, [&](int64_t n, int64_t row, int64_t p0, int64_t p1) {
+        const In *from = conv + n * conv_image + row_offset(s, row);
+        for (int64_t g = 0; g < s.groups; ++g) {
+            const In *group = from + g * group_step;
+            Out *planes = user + n * user_image + g * ocg * out_pixels + row * width;
+            const float *group_bias = bias ? bias + g * ocg : nullptr;
+            if (has_avx512()) {
+                commit_tile_avx512<Add>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels, 0,
+                        ocg, group_bias, p0, p1);
+                continue;
             }
+            for (int64_t k = 0; k < ocg; ++k)
+                for (int64_t p = p0; p < p1; ++p) {
+                    const float v = load(group, last[p] + k) + (group_bias ? group_bias[k] : 0.f);
+                    Out *o = planes + k * out_pixels;
+                    store(o, p, Add ? load(o, p) + v : v);
+                }
+        }
+    });
 }
 
 // The way in: channels [0, width) of pixels [p0, p1) from channels-first planes (channel k of
@@ -188,25 +194,19 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
             }
         return;
     }
-    constexpr int64_t kTile = 128;
-    const int64_t tiles = (width + kTile - 1) / kTile;
-#pragma omp parallel for collapse(3) schedule(static) if (parallel)
-    for (int64_t n = 0; n < s.batch; ++n)
-        for (int64_t row = 0; row < rows; ++row)
-            for (int64_t t = 0; t < tiles; ++t) {
-                const int64_t p0 = t * kTile, p1 = std::min(width, p0 + kTile);
-                Out *to = conv + n * conv_image + row_offset(s, row);
-                for (int64_t g = 0; g < s.groups; ++g) {
-                    const In *planes = dd + n * user_image + g * ocg * out_pixels + row * width;
-                    Out *group = to + g * group_step;
-                    if (has_avx512()) {
-                        scatter_tile_avx512(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg, p0, p1);
-                        continue;
-                    }
-                    for (int64_t k = 0; k < ocg; ++k)
-                        for (int64_t p = p0; p < p1; ++p) store(group, last[p] + k, load(planes, k * out_pixels + p));
-                }
+    for_each_row_tile(s, rows, width, parallel, [&](int64_t n, int64_t row, int64_t p0, int64_t p1) {
+        Out *to = conv + n * conv_image + row_offset(s, row);
+        for (int64_t g = 0; g < s.groups; ++g) {
+            const In *planes = dd + n * user_image + g * ocg * out_pixels + row * width;
+            Out *group = to + g * group_step;
+            if (has_avx512()) {
+                scatter_tile_avx512(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg, p0, p1);
+                continue;
             }
+            for (int64_t k = 0; k < ocg; ++k)
+                for (int64_t p = p0; p < p1; ++p) store(group, last[p] + k, load(planes, k * out_pixels + p));
+        }
+    });
 }
 
 template <typename Out>
