@@ -51,7 +51,7 @@ struct Role {
     // `staged` from the internal copy reordered into the staged one (conversion.user).
     std::shared_ptr<const PhaseSplit> phases;
     void (*split)(const PhaseSplit &, const void *user, void *staged) = nullptr;
-    void (*merge)(const PhaseSplit &, const void *result, void *user, const float *bias, bool add) = nullptr;
+    void (*merge)(const PhaseSplit &, const void *result, void *user, bool add) = nullptr;
     bool staged = false;
     size_t staged_offset = 0;
 };

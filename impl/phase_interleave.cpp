@@ -3,6 +3,7 @@
 #include "commit_kernels.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace libdeconv {
 namespace {
@@ -56,7 +57,7 @@ void split_typed(const PhaseSplit &s, const T *weights, T *conv) {
 }
 
 template <bool Add, typename In, typename Out>
-void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *bias) {
+void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
     const int r = s.rank;
     const int64_t out_pixels = product(s.out, r), channels = s.groups * s.out_per_group;
     const int64_t conv_image = s.conv_channels() * product(s.conv_out, r), user_image = channels * out_pixels;
@@ -75,19 +76,18 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
                 Out *to = user + n * user_image + row * width * (s.user_channels_last ? channels : 1);
                 for (int64_t g = 0; g < s.groups; ++g) {
                     const In *group = from + g * group_step;
-                    const float *group_bias = bias ? bias + g * ocg : nullptr;
                     if (indexed && s.user_channels_last) {
                         for (int64_t o = 0; o < width; ++o)
                             commit_gathered<Add>(group + last[o], s.channel_index.data(), to + o * channels + g * ocg,
-                                    ocg, group_bias, 1);
+                                    ocg, nullptr, 1);
                     } else if (indexed) {
                         for (int64_t k = 0; k < ocg; ++k)
                             commit_gathered<Add>(group + k * s.channel_stride, s.last_index.data(),
-                                    to + (g * ocg + k) * out_pixels, width, group_bias ? group_bias + k : nullptr, 0);
+                                    to + (g * ocg + k) * out_pixels, width, nullptr, 0);
                     } else { // offsets past 32 bits
                         for (int64_t k = 0; k < ocg; ++k)
                             for (int64_t o = 0; o < width; ++o) {
-                                const float v = load(group, k * s.channel_stride + last[o]) + (group_bias ? group_bias[k] : 0.f);
+                                const float v = load(group, k * s.channel_stride + last[o]);
                                 const int64_t c = g * ocg + k, at = s.user_channels_last ? o * channels + c : c * out_pixels + o;
                                 store(to, at, Add ? load(to, at) + v : v);
                             }
@@ -106,7 +106,7 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
                 for (int64_t o = 0; o < width; ++o)
                     for (int64_t g = 0; g < s.groups; ++g)
                         commit_run<Add>(from + last[o] + g * group_step, to + o * channels + g * ocg, ocg,
-                                bias ? bias + g * ocg : nullptr, 1);
+                                nullptr, 1);
             }
         return;
     }
@@ -116,15 +116,14 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
         for (int64_t g = 0; g < s.groups; ++g) {
             const In *group = from + g * group_step;
             Out *planes = user + n * user_image + g * ocg * out_pixels + row * width;
-            const float *group_bias = bias ? bias + g * ocg : nullptr;
             if (has_avx512()) {
                 commit_tile_avx512<Add>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels, 0,
-                        ocg, group_bias, p0, p1);
+                        ocg, nullptr, p0, p1);
                 continue;
             }
             for (int64_t k = 0; k < ocg; ++k)
                 for (int64_t p = p0; p < p1; ++p) {
-                    const float v = load(group, last[p] + k) + (group_bias ? group_bias[k] : 0.f);
+                    const float v = load(group, last[p] + k);
                     Out *o = planes + k * out_pixels;
                     store(o, p, Add ? load(o, p) + v : v);
                 }
@@ -228,11 +227,11 @@ void merge_weight_gradient_typed(const PhaseSplit &s, const float *conv, Out *us
 }
 
 template <typename In, typename Out>
-void commit_dispatch(const PhaseSplit &s, const void *conv, void *user, const float *bias, bool add) {
+void commit_dispatch(const PhaseSplit &s, const void *conv, void *user, bool add) {
     if (add)
-        commit_typed<true>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);
+        commit_typed<true>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
     else
-        commit_typed<false>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);
+        commit_typed<false>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
 }
 
 } // namespace
@@ -347,23 +346,31 @@ void split_output_gradient(const PhaseSplit &s, const void *dd, void *conv) {
         split_gradient_typed(s, static_cast<const uint16_t *>(dd), static_cast<uint16_t *>(conv));
 }
 
-void merge_weight_gradient(const PhaseSplit &s, const void *conv, void *user, const float *, bool add) {
+void merge_weight_gradient(const PhaseSplit &s, const void *conv, void *user, bool add) {
     if (s.weights_type == dt::f32)
         merge_weight_gradient_typed(s, static_cast<const float *>(conv), static_cast<float *>(user), add);
     else
         merge_weight_gradient_typed(s, static_cast<const float *>(conv), static_cast<uint16_t *>(user), add);
 }
 
-void commit_phases(const PhaseSplit &s, const void *conv, void *user, const float *bias, bool add) {
+void split_bias(const PhaseSplit &s, const void *bias, void *conv) {
+    const size_t element = s.user_type == dt::f32 ? 4 : 2, run = s.out_per_group * element;
+    const char *from = static_cast<const char *>(bias);
+    char *to = static_cast<char *>(conv);
+    for (int64_t g = 0; g < s.groups; ++g)
+        for (int64_t phase = 0; phase < s.phases; ++phase, to += run) std::memcpy(to, from + g * run, run);
+}
+
+void commit_phases(const PhaseSplit &s, const void *conv, void *user, bool add) {
     const bool in_f32 = s.conv_type == dt::f32, out_f32 = s.user_type == dt::f32;
     if (in_f32 && out_f32)
-        commit_dispatch<float, float>(s, conv, user, bias, add);
+        commit_dispatch<float, float>(s, conv, user, add);
     else if (in_f32)
-        commit_dispatch<float, uint16_t>(s, conv, user, bias, add);
+        commit_dispatch<float, uint16_t>(s, conv, user, add);
     else if (out_f32)
-        commit_dispatch<uint16_t, float>(s, conv, user, bias, add);
+        commit_dispatch<uint16_t, float>(s, conv, user, add);
     else
-        commit_dispatch<uint16_t, uint16_t>(s, conv, user, bias, add);
+        commit_dispatch<uint16_t, uint16_t>(s, conv, user, add);
 }
 
 } // namespace libdeconv

@@ -8,8 +8,7 @@
 //   convolution position  (o + p) div s - first                  (per spatial dim)
 // (for o + p: the position in the output before the padding is cut off).
 // Its weights are the caller's, rearranged (split_weights); its channels-last output is
-// interleaved back into the caller's buffer, with the bias and an add request on the way
-// (commit_phases). The convolution's output may also be channels-first (phase-major channels
+// interleaved back into the caller's buffer, with an add request on the way (commit_phases). The convolution's output may also be channels-first (phase-major channels
 // likewise).
 #pragma once
 
@@ -67,15 +66,17 @@ PhaseSplit split_phases(const Problem &problem, dnnl::memory::data_type conv_typ
 // M...) in the caller's data type; taps past the kernel are zeros.
 void split_weights(const PhaseSplit &split, const void *weights, void *conv_weights);
 
-// user (=|+=) the convolution's output (conv_type), interleaved, + bias[channel] (f32, or NULL).
-void commit_phases(const PhaseSplit &split, const void *conv_output, void *user, const float *bias, bool add);
+// The caller's bias (G * OCg) as the convolution's: each group's repeated for every phase.
+void split_bias(const PhaseSplit &split, const void *bias, void *conv_bias);
+
+// user (=|+=) the convolution's output (conv_type), interleaved (the convolution added the bias).
+void commit_phases(const PhaseSplit &split, const void *conv_output, void *user, bool add);
 
 // The backward-weights pass through the same convolution (channels-last only): the caller's
 // diff_dst as the convolution's (conv_type, zeros where no output position is), and the
 // convolution's weight gradient (plain f32, the layout of split_weights) back to the caller's
-// (=|+=; bias unused).
+// (=|+=).
 void split_output_gradient(const PhaseSplit &split, const void *diff_dst, void *conv_diff_dst);
-void merge_weight_gradient(const PhaseSplit &split, const void *conv_diff_weights, void *diff_weights,
-        const float *bias, bool add);
+void merge_weight_gradient(const PhaseSplit &split, const void *conv_diff_weights, void *diff_weights, bool add);
 
 } // namespace libdeconv

@@ -11,6 +11,12 @@ namespace {
 
 // A library-owned copy of the caller's tensor in the role's internal layout.
 dnnl::memory pack(const Role &role, const void *data, size_t scratchpad_bytes) {
+    std::vector<char> staged; // the subpixel formulation's tensors, split by phase first
+    if (role.split) {
+        staged.resize(role.conversion.user.get_size());
+        role.split(*role.phases, data, staged.data());
+        data = staged.data();
+    }
     const Conversion &c = role.conversion;
     const dnnl::engine &eng = cpu_engine();
     dnnl::memory packed(c.internal, eng);
@@ -40,14 +46,7 @@ dnnl::memory pack(const Role &role, const void *data, size_t scratchpad_bytes) {
 
 std::shared_ptr<const PackedWeights> pack_weights(const Plan &forward, const void *weights, const void *bias) {
     auto packed = std::make_shared<PackedWeights>();
-    const Role &weights_role = forward.roles[role::fwd_weights];
-    std::vector<char> staged; // the subpixel formulation's weights, split by phase first
-    if (weights_role.split) {
-        staged.resize(weights_role.conversion.user.get_size());
-        weights_role.split(*weights_role.phases, weights, staged.data());
-        weights = staged.data();
-    }
-    packed->weights = pack(weights_role, weights, forward.scratchpad_bytes);
+    packed->weights = pack(forward.roles[role::fwd_weights], weights, forward.scratchpad_bytes);
     const Role &bias_role = forward.roles[role::fwd_bias];
     if (bias_role.present) packed->bias = pack(bias_role, bias, forward.scratchpad_bytes);
     return packed;
