@@ -88,8 +88,8 @@ struct Plan {
 };
 
 // How a pass is computed: oneDNN's deconvolution primitive, a matmul where the problem is a
-// matrix product (gemm_formulation.hpp), or for the forward pass a convolution over the output's
-// phases (subpixel_formulation.hpp).
+// matrix product (gemm_formulation.hpp), or for the forward and weight-gradient passes a
+// convolution over the output's phases (subpixel_formulation.hpp).
 enum class Formulation { deconvolution, matrix_product, subpixel };
 
 // The data layout a deconvolution primitive is asked for: whatever it likes best (format any),

@@ -7,9 +7,9 @@
 //                                                               phase index row-major)
 //   convolution position  (o + p) div s - first                  (per spatial dim)
 // (for o + p: the position in the output before the padding is cut off).
-// Its weights are the caller's, rearranged (split_weights); its channels-last output is
-// interleaved back into the caller's buffer, with an add request on the way (commit_phases). The convolution's output may also be channels-first (phase-major channels
-// likewise).
+// Its weights and bias are the caller's, rearranged (split_weights, split_bias); its output,
+// channels-last or channels-first, is interleaved back into the caller's buffer, with an add
+// request on the way (commit_phases).
 #pragma once
 
 #include "problem.hpp"
@@ -51,7 +51,7 @@ struct PhaseSplit {
     // Some convolution tap reads only padding in some dim (its weight gradient is an empty sum).
     bool dead_taps = false;
     dnnl::memory::data_type weights_type = dnnl::memory::data_type::f32; // the caller's
-    dnnl::memory::data_type conv_type = dnnl::memory::data_type::f32;    // the convolution's output
+    dnnl::memory::data_type conv_type = dnnl::memory::data_type::f32;    // the convolution's
     dnnl::memory::data_type user_type = dnnl::memory::data_type::f32;
     bool user_channels_last = false;
 

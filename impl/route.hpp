@@ -1,6 +1,6 @@
 // How a pass is computed: in which data type, and as oneDNN's deconvolution, as a matmul (where
-// the problem is a matrix product, gemm_formulation.hpp) or, forward, as a convolution over the
-// output's phases (subpixel_formulation.hpp). f32 problems compute in f32;
+// the problem is a matrix product, gemm_formulation.hpp) or, forward and weight gradient, as a
+// convolution over the output's phases (subpixel_formulation.hpp). f32 problems compute in f32;
 // for bf16 problems oneDNN 2.6's bf16 kernel is faster for most passes but several times slower
 // for some (depthwise, large kernels, many weight gradients). The matmul is several times faster
 // for some matrix products and slower for others. So every candidate that applies is built and
