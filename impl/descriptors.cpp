@@ -49,13 +49,6 @@ Geometry geometry(const Problem &p, DataLayout data_layout = DataLayout::any) {
 
 memory::desc any_desc(const memory::dims &dims, dt type) { return memory::desc(dims, type, tag::any); }
 
-// Plain (batch, channels, spatial...) data: channels-first or channels-last.
-tag plain_data_tag(size_t ndims, bool channels_last) {
-    static const tag first[] = {tag::abc, tag::abcd, tag::abcde};
-    static const tag last[] = {tag::acb, tag::acdb, tag::acdeb};
-    return (channels_last ? last : first)[ndims - 3];
-}
-
 // src or dst (or their gradients) as the route asks: any layout oneDNN likes, or a plain one.
 memory::desc data_desc(const Geometry &g, const memory::dims &dims, dt type) {
     if (g.data_layout == DataLayout::any) return any_desc(dims, type);
@@ -219,6 +212,12 @@ void make_backward_weights(Plan &plan, const Problem &p, const Geometry &g, dt t
 } // namespace
 
 dt onednn_type(DataType type) { return type == DataType::f32 ? dt::f32 : dt::bf16; }
+
+tag plain_data_tag(size_t ndims, bool channels_last) {
+    static const tag first[] = {tag::abc, tag::abcd, tag::abcde};
+    static const tag last[] = {tag::acb, tag::acdb, tag::acdeb};
+    return (channels_last ? last : first)[ndims - 3];
+}
 
 memory::desc user_data_desc(const Problem &p, bool output) {
     const Spec &s = p.spec();

@@ -107,5 +107,7 @@ Plan make_plan(const Problem &problem, Pass pass, DataType compute, Formulation 
 dnnl::memory::desc user_data_desc(const Problem &problem, bool output);
 dnnl::memory::desc user_weights_desc(const Problem &problem);
 dnnl::memory::data_type onednn_type(DataType type);
+// Plain (batch, channels, spatial...) data of `ndims` dims: channels-first or channels-last.
+dnnl::memory::format_tag plain_data_tag(size_t ndims, bool channels_last);
 
 } // namespace libdeconv

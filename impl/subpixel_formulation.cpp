@@ -14,9 +14,7 @@ using tag = memory::format_tag;
 using dt = memory::data_type;
 
 memory::desc plain_desc(const memory::dims &dims, dt type, bool channels_last) {
-    static const tag first[] = {tag::abc, tag::abcd, tag::abcde};
-    static const tag last[] = {tag::acb, tag::acdb, tag::acdeb};
-    return memory::desc(dims, type, (channels_last ? last : first)[dims.size() - 3]);
+    return memory::desc(dims, type, plain_data_tag(dims.size(), channels_last));
 }
 
 // (G, phases * OCg, ICg, M...) row-major, or without the group dim when there is one group.
