@@ -30,8 +30,9 @@ struct Route {
     }
 };
 
-// DECONV_BF16_COMPUTE=bf16|f32 and DECONV_FORMULATION=deconvolution|matmul narrow the
-// candidates (tests, reproducibility); unset, every candidate that applies is considered.
+// DECONV_BF16_COMPUTE=bf16|f32, DECONV_FORMULATION=deconvolution|matmul|subpixel and
+// DECONV_DATA_LAYOUT narrow the candidates (tests, reproducibility); unset, every candidate that
+// applies is considered.
 std::vector<DataType> computes_allowed(DataType dtype) {
     if (dtype == DataType::f32) return {DataType::f32};
     static const char *pinned = std::getenv("DECONV_BF16_COMPUTE");
@@ -53,8 +54,8 @@ std::vector<DataLayout> data_layouts_allowed(DataType compute) {
 
 // The subpixel convolution's output channels-last (any) or channels-first; the latter only for
 // an f32 forward, where it is x64:gemm:jit on the caller's channels-first input (in bf16 that
-// kernel is 5-30x slower). DECONV_DATA_LAYOUT=channels_first pins it, the other values
-// channels-last.
+// kernel is 5-30x slower). DECONV_DATA_LAYOUT=channels_first pins it (a weight gradient then
+// has no subpixel candidate), the other values channels-last.
 std::vector<DataLayout> subpixel_layouts_allowed(DataType compute, Pass pass) {
     static const char *pinned = std::getenv("DECONV_DATA_LAYOUT");
     if (pinned && std::strcmp(pinned, "channels_first") == 0) return {DataLayout::channels_first};
