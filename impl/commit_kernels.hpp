@@ -180,6 +180,27 @@ void commit_run(const In *in, Out *out, int64_t count, const float *bias, int64_
     }
 }
 
+// The way in: channels-first planes (channel k of pixel p at planes[k * plane_stride + p]) into
+// pixel-major rows: `lanes` channels of pixel p at to[at(p)], those from `width` on written as
+// zeros (a channel block's padding).
+template <typename In, typename Out, typename At>
+LIBDECONV_AVX512 void uncommit_tile_avx512(const In *planes, int64_t plane_stride, Out *to, At at, int64_t lanes,
+        int64_t width, int64_t p0, int64_t p1) {
+    for (int64_t k0 = 0; k0 < lanes; k0 += 16) {
+        const int64_t channels = std::max<int64_t>(0, std::min<int64_t>(16, width - k0));
+        const __mmask16 lane_mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, lanes - k0)) - 1);
+        for (int64_t p = p0; p < p1; p += 16) {
+            const int64_t pixels = std::min<int64_t>(16, p1 - p);
+            const __mmask16 pixel_mask = static_cast<__mmask16>((1u << pixels) - 1);
+            __m512 r[16];
+            for (int i = 0; i < 16; ++i)
+                r[i] = i < channels ? load_masked(planes + (k0 + i) * plane_stride + p, pixel_mask) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int j = 0; j < pixels; ++j) store_unchanged<In>(to + at(p + j) + k0, lane_mask, r[j]);
+        }
+    }
+}
+
 // out[i] (=|+=) from[index[i]] + bias over `count` elements (32-bit indices >= 0); bias is one
 // value (step 0) or a vector. bf16 gathers read the 2 bytes after each element (workspace only).
 template <bool Add, typename In, typename Out>

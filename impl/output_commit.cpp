@@ -78,27 +78,11 @@ void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, con
 // oneDNN's layouts require. `to` is the block of one image; pixel p, channel k is
 // to[p * block + k]; channel k of `planes` starts at planes[k * plane_stride].
 template <typename In, typename Out>
-LIBDECONV_AVX512 void uncommit_tile_avx512(const In *planes, int64_t plane_stride, Out *to, int64_t block,
-        int64_t width, int64_t p0, int64_t p1) {
-    for (int64_t k0 = 0; k0 < block; k0 += 16) {
-        const int64_t channels = std::max<int64_t>(0, std::min<int64_t>(16, width - k0));
-        const __mmask16 lane_mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, block - k0)) - 1);
-        for (int64_t p = p0; p < p1; p += 16) {
-            const int64_t pixels = std::min<int64_t>(16, p1 - p);
-            const __mmask16 pixel_mask = static_cast<__mmask16>((1u << pixels) - 1);
-            __m512 r[16];
-            for (int i = 0; i < 16; ++i)
-                r[i] = i < channels ? load_masked(planes + (k0 + i) * plane_stride + p, pixel_mask) : _mm512_setzero_ps();
-            transpose16(r);
-            for (int j = 0; j < pixels; ++j) store_unchanged<In>(to + (p + j) * block + k0, lane_mask, r[j]);
-        }
-    }
-}
-
-template <typename In, typename Out>
 void uncommit_tile(const In *planes, int64_t plane_stride, Out *to, int64_t block, int64_t width, int64_t p0,
         int64_t p1) {
-    if (has_avx512()) return uncommit_tile_avx512(planes, plane_stride, to, block, width, p0, p1);
+    if (has_avx512())
+        return uncommit_tile_avx512(planes, plane_stride, to, [block](int64_t p) { return p * block; }, block, width,
+                p0, p1);
     for (int64_t p = p0; p < p1; ++p)
         for (int64_t k = 0; k < block; ++k) store(to, p * block + k, k < width ? load(planes, k * plane_stride + p) : 0.f);
 }

@@ -131,26 +131,6 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
     });
 }
 
-// The way in: channels [0, width) of pixels [p0, p1) from channels-first planes (channel k of
-// pixel p at planes[k * plane_stride + p]) to pixel-major rows (to[at(p) + k]).
-template <typename In, typename Out, typename At>
-LIBDECONV_AVX512 void scatter_tile_avx512(const In *planes, int64_t plane_stride, Out *to, At at, int64_t width,
-        int64_t p0, int64_t p1) {
-    for (int64_t c0 = 0; c0 < width; c0 += 16) {
-        const int64_t channels = std::min<int64_t>(16, width - c0);
-        const __mmask16 channel_mask = static_cast<__mmask16>((1u << channels) - 1);
-        for (int64_t p = p0; p < p1; p += 16) {
-            const int64_t pixels = std::min<int64_t>(16, p1 - p);
-            const __mmask16 pixel_mask = static_cast<__mmask16>((1u << pixels) - 1);
-            __m512 r[16];
-            for (int i = 0; i < 16; ++i)
-                r[i] = i < channels ? load_masked(planes + (c0 + i) * plane_stride + p, pixel_mask) : _mm512_setzero_ps();
-            transpose16(r);
-            for (int j = 0; j < pixels; ++j) store_unchanged<In>(to + at(p + j) + c0, channel_mask, r[j]);
-        }
-    }
-}
-
 template <typename In, typename Out>
 void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
     const int r = s.rank;
@@ -199,7 +179,8 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
             const In *planes = dd + n * user_image + g * ocg * out_pixels + row * width;
             Out *group = to + g * group_step;
             if (has_avx512()) {
-                scatter_tile_avx512(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg, p0, p1);
+                uncommit_tile_avx512(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg, ocg, p0,
+                        p1);
                 continue;
             }
             for (int64_t k = 0; k < ocg; ++k)
