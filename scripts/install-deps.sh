@@ -4,7 +4,9 @@
 set -euo pipefail
 # clang and libclang-rt-14-dev: the libFuzzer build of scripts/test.sh (clang's ASan runtime and
 # libFuzzer are in libclang-rt-14-dev, which clang does not pull in without recommends).
-packages=(cmake make g++ pkg-config libdnnl-dev libcmocka-dev libgtest-dev valgrind clang libclang-rt-14-dev
+# ocl-icd-opencl-dev: Debian's dnnl-config.cmake calls find_package(OpenCL REQUIRED) (its build
+# has the OpenCL GPU runtime), but libdnnl-dev only recommends it.
+packages=(cmake make g++ pkg-config libdnnl-dev ocl-icd-opencl-dev libcmocka-dev libgtest-dev valgrind clang libclang-rt-14-dev
           swig default-jdk-headless junit5 mono-devel mono-mcs nunit-console libnunit-cil-dev)
 missing=()
 for p in "${packages[@]}"; do
