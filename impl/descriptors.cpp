@@ -198,10 +198,11 @@ void make_backward_weights(Plan &plan, const Problem &p, const Geometry &g, dt t
     const auto &pd = chosen.pd;
     plan.primitive = chosen.primitive;
     plan.impl = pd.impl_info_str();
-    // oneDNN 2.6's AMX bf16 weight gradient leaves the partial sums of kernel taps that meet no
-    // output unwritten in its scratchpad and then reduces them: garbage unless the scratchpad
-    // starts zeroed. Only such degenerate geometries pay for clearing it.
-    plan.zero_scratchpad = p.has_dead_taps() && plan.impl.find("amx") != std::string::npos;
+    // oneDNN 2.6's bf16 weight gradients (AMX, and avx512_core_bf16 on AMD Zen 4) leave the
+    // partial sums of kernel taps that meet no output unwritten in their scratchpad and then
+    // reduce them: garbage unless the scratchpad starts zeroed. Only such degenerate geometries
+    // pay for clearing it, whatever the kernel.
+    plan.zero_scratchpad = p.has_dead_taps();
     plan.scratchpad_bytes = scratchpad_size(pd);
     add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, user_data_desc(p, false), pd.src_desc());
     add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, user_data_desc(p, true), pd.diff_dst_desc());

@@ -136,9 +136,9 @@ void make_backward_weights(Plan &plan, const Problem &p, dt type) {
     }, false);
     adopt(plan, chosen);
     const auto &pd = chosen.pd;
-    // As oneDNN's deconvolution (descriptors.cpp): its AMX kernel leaves taps that read only
-    // padding unwritten in a scratchpad it then reduces.
-    plan.zero_scratchpad = s.dead_taps && plan.impl.find("amx") != std::string::npos;
+    // As oneDNN's deconvolution (descriptors.cpp): its bf16 kernels leave taps that read only
+    // padding unwritten in a scratchpad they then reduce.
+    plan.zero_scratchpad = s.dead_taps;
     add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, user_data_desc(p, false), pd.src_desc());
     add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, staged_dst, pd.diff_dst_desc());
     Role &diff_dst = plan.roles[role::bwd_weights_diff_dst];
