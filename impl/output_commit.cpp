@@ -31,45 +31,61 @@ void commit_tile(const In *from, Out *row, int64_t block, int64_t k, float beta,
     }
 }
 
-template <bool Add, typename In, typename Out>
+template <bool Add, bool Stream, typename In, typename Out>
 void commit_channels(const In *from, Out *rows, int64_t row_stride, int64_t block, int64_t width, const float *bias,
         int64_t p0, int64_t p1) {
     if (has_avx512())
-        return commit_tile_avx512<Add>(from, [block](int64_t p) { return p * block; }, rows, row_stride, 0, width, bias,
-                p0, p1);
+        return commit_tile_avx512<Add, Stream>(from, [block](int64_t p) { return p * block; }, rows, row_stride, 0,
+                width, bias, p0, p1);
     for (int64_t k = 0; k < width; ++k)
         commit_tile<Add>(from, rows + k * row_stride, block, k, bias ? bias[k] : 0.f, p0, p1);
 }
 
 // f(n, cb, c0, width, p0, p1) for every tile of pixels [p0, p1) of channel block cb (channels
 // [c0, c0 + width)) of image n, over all threads. Tiles are independent too: a single image with
-// a single block (channels-last) still spreads over every thread.
+// a single block (channels-last) still spreads over every thread. Tiles start at pixel `first`
+// (< kTile) and every kTile pixels from it, the first tile at 0. `streamed`: f streams its stores
+// (end_streaming).
+constexpr int64_t kTile = 128; // pixels (64 was 5-15% slower on f32)
 template <typename F>
-void for_each_tile(int64_t batch, int64_t channels, int64_t block, int64_t pixels, F f) {
-    constexpr int64_t kTile = 128; // pixels (64 was 5-15% slower on f32)
-    const int64_t blocks = (channels + block - 1) / block, tiles = (pixels + kTile - 1) / kTile;
-#pragma omp parallel for collapse(3) schedule(static) if (batch * channels * pixels >= kParallelElements)
-    for (int64_t n = 0; n < batch; ++n)
-        for (int64_t cb = 0; cb < blocks; ++cb)
-            for (int64_t t = 0; t < tiles; ++t) {
-                const int64_t c0 = cb * block, p0 = t * kTile;
-                f(n, cb, c0, std::min(block, channels - c0), p0, std::min(pixels, p0 + kTile));
-            }
+void for_each_tile(int64_t batch, int64_t channels, int64_t block, int64_t pixels, int64_t first, bool streamed, F f) {
+    const int64_t back = (kTile - first) % kTile;
+    const int64_t blocks = (channels + block - 1) / block, tiles = (pixels + back + kTile - 1) / kTile;
+#pragma omp parallel if (batch * channels * pixels >= kParallelElements)
+    {
+#pragma omp for collapse(3) schedule(static) nowait
+        for (int64_t n = 0; n < batch; ++n)
+            for (int64_t cb = 0; cb < blocks; ++cb)
+                for (int64_t t = 0; t < tiles; ++t) {
+                    const int64_t c0 = cb * block, p0 = std::max<int64_t>(0, t * kTile - back);
+                    f(n, cb, c0, std::min(block, channels - c0), p0, std::min(pixels, (t + 1) * kTile - back));
+                }
+        end_streaming(streamed);
+    }
 }
 
+// Streamed: where every plane starts at the same place within a cache line, tiles start on the
+// planes' line boundaries, so that every line but a plane's first and last is streamed whole
+// (with planes that start anywhere, lines shared by plain and streamed stores cost more than
+// the streaming saves).
 template <typename In, typename Out>
-void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
+void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add, bool stream) {
     const ChannelBlocked &a = c.internal, &b = c.user;
     const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
-    for_each_tile(a.batch, a.channels, a.block, pixels,
+    const uintptr_t address = reinterpret_cast<uintptr_t>(out);
+    stream &= address % sizeof(Out) == 0 && b.stride_block * sizeof(Out) % 64 == 0 && b.stride_n * sizeof(Out) % 64 == 0;
+    const int64_t first = stream ? (64 - address % 64) % 64 / sizeof(Out) : 0;
+    for_each_tile(a.batch, a.channels, a.block, pixels, first, stream,
             [&](int64_t n, int64_t cb, int64_t c0, int64_t width, int64_t p0, int64_t p1) {
                 const In *from = in + n * a.stride_n + cb * a.stride_block;
                 Out *to = out + n * b.stride_n + c0 * b.stride_block;
                 const float *channel_bias = bias ? bias + c0 : nullptr;
                 if (add)
-                    commit_channels<true>(from, to, b.stride_block, a.block, width, channel_bias, p0, p1);
+                    commit_channels<true, false>(from, to, b.stride_block, a.block, width, channel_bias, p0, p1);
+                else if (stream)
+                    commit_channels<false, true>(from, to, b.stride_block, a.block, width, channel_bias, p0, p1);
                 else
-                    commit_channels<false>(from, to, b.stride_block, a.block, width, channel_bias, p0, p1);
+                    commit_channels<false, false>(from, to, b.stride_block, a.block, width, channel_bias, p0, p1);
             });
 }
 
@@ -106,24 +122,34 @@ bool same_layout(const ChannelBlocked &a, const ChannelBlocked &b) {
 // Internal and caller's layout the same plain one (ncx or nxc): element-wise, in place when
 // in == out (the bias of a kernel that wrote the caller's buffer).
 template <typename In, typename Out>
-void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, const float *bias, bool add) {
+void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, const float *bias, bool add,
+        bool stream) {
     const int64_t pixels = d.spatial[0] * d.spatial[1] * d.spatial[2];
     const bool channels_last = d.block > 1; // as_one_block
     // Runs of at most kChunk elements: one plane (ncx) or pixels of all channels (nxc).
     constexpr int64_t kChunk = 4096;
     const int64_t run = channels_last ? d.channels : std::min(pixels, kChunk);
+    // Streamed only where every run starts at the same place within a cache line (see
+    // commit_blocked_to_planes).
+    stream &= (channels_last ? d.channels : pixels) * int64_t(sizeof(Out)) % 64 == 0;
     const int64_t runs_per_plane = channels_last ? 1 : (pixels + run - 1) / run;
     const int64_t planes = d.batch * (channels_last ? pixels : d.channels);
-#pragma omp parallel for schedule(static) if (d.batch * d.channels * pixels >= kParallelElements)
-    for (int64_t job = 0; job < planes * runs_per_plane; ++job) {
-        const int64_t plane = job / runs_per_plane, first = (job % runs_per_plane) * run;
-        const int64_t count = channels_last ? d.channels : std::min(run, pixels - first);
-        const int64_t offset = plane * (channels_last ? d.channels : pixels) + first;
-        const float *b = !bias ? nullptr : channels_last ? bias : bias + plane % d.channels;
-        if (add)
-            commit_run<true>(in + offset, out + offset, count, b, channels_last ? 1 : 0);
-        else
-            commit_run<false>(in + offset, out + offset, count, b, channels_last ? 1 : 0);
+#pragma omp parallel if (d.batch * d.channels * pixels >= kParallelElements)
+    {
+#pragma omp for schedule(static) nowait
+        for (int64_t job = 0; job < planes * runs_per_plane; ++job) {
+            const int64_t plane = job / runs_per_plane, first = (job % runs_per_plane) * run;
+            const int64_t count = channels_last ? d.channels : std::min(run, pixels - first);
+            const int64_t offset = plane * (channels_last ? d.channels : pixels) + first;
+            const float *b = !bias ? nullptr : channels_last ? bias : bias + plane % d.channels;
+            if (add)
+                commit_run<true>(in + offset, out + offset, count, b, channels_last ? 1 : 0);
+            else if (stream)
+                commit_run<false, true>(in + offset, out + offset, count, b, channels_last ? 1 : 0);
+            else
+                commit_run<false>(in + offset, out + offset, count, b, channels_last ? 1 : 0);
+        }
+        end_streaming(stream);
     }
 }
 
@@ -154,7 +180,7 @@ bool same_plain_layout(const ChannelBlocked &a, const ChannelBlocked &b, Channel
 template <typename In, typename Out>
 void commit_planes_to_blocked(const ChannelBlocked &a, const ChannelBlocked &b, const In *in, Out *out) {
     const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
-    for_each_tile(a.batch, a.channels, b.block, pixels,
+    for_each_tile(a.batch, a.channels, b.block, pixels, 0, false,
             [&](int64_t n, int64_t cb, int64_t c0, int64_t width, int64_t p0, int64_t p1) {
                 uncommit_tile(in + n * a.stride_n + c0 * a.stride_block, a.stride_block,
                         out + n * b.stride_n + cb * b.stride_block, b.block, width, p0, p1);
@@ -169,20 +195,29 @@ bool planes_to_blocked(const ChannelBlocked &a, const ChannelBlocked &b, Channel
 }
 
 template <typename In, typename Out>
-void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
+void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add, bool to_caller) {
     const ChannelBlocked &a = c.internal, &b = c.user;
+    const int64_t elements = a.batch * a.channels * a.spatial[0] * a.spatial[1] * a.spatial[2];
+    const bool stream = to_caller && !add && static_cast<const void *>(in) != static_cast<const void *>(out) &&
+                        worth_streaming(elements * int64_t(sizeof(Out)));
     // First, so that an in-place commit (same layout) is always element-wise.
     ChannelBlocked plain;
-    if (same_plain_layout(a, b, plain)) return commit_same_plain_layout(plain, in, out, bias, add);
+    if (same_plain_layout(a, b, plain)) return commit_same_plain_layout(plain, in, out, bias, add, stream);
     if (!bias && same_layout(a, b) && dense_unblocked(a)) { // e.g. weight gradients: one flat array
         constexpr int64_t kChunk = 4096;
-        const int64_t count = a.batch * a.channels * a.spatial[0] * a.spatial[1] * a.spatial[2];
-#pragma omp parallel for schedule(static) if (count >= kParallelElements)
-        for (int64_t first = 0; first < count; first += kChunk) {
-            if (add)
-                commit_run<true>(in + first, out + first, std::min(kChunk, count - first), nullptr, 0);
-            else
-                commit_run<false>(in + first, out + first, std::min(kChunk, count - first), nullptr, 0);
+        const int64_t count = elements;
+#pragma omp parallel if (count >= kParallelElements)
+        {
+#pragma omp for schedule(static) nowait
+            for (int64_t first = 0; first < count; first += kChunk) {
+                if (add)
+                    commit_run<true>(in + first, out + first, std::min(kChunk, count - first), nullptr, 0);
+                else if (stream)
+                    commit_run<false, true>(in + first, out + first, std::min(kChunk, count - first), nullptr, 0);
+                else
+                    commit_run<false>(in + first, out + first, std::min(kChunk, count - first), nullptr, 0);
+            }
+            end_streaming(stream);
         }
         return;
     }
@@ -191,10 +226,10 @@ void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bi
     ChannelBlocked blocked;
     if (!bias && !add && planes_to_blocked(a, b, blocked)) return commit_planes_to_blocked(a, blocked, in, out);
     if (a.block > 1 && b.block == 1 && dense_spatial(a, a.block) && dense_spatial(b, 1))
-        return commit_blocked_to_planes(c, in, out, bias, add);
+        return commit_blocked_to_planes(c, in, out, bias, add, stream);
     OutputCommit transposed = c;
     if (b.block == 1 && dense_spatial(b, 1) && as_one_block(transposed.internal))
-        return commit_blocked_to_planes(transposed, in, out, bias, add);
+        return commit_blocked_to_planes(transposed, in, out, bias, add, stream);
     const int64_t blocks = (a.channels + a.block - 1) / a.block;
     const int64_t s0 = a.spatial[0], s1 = a.spatial[1], s2 = a.spatial[2];
 #pragma omp parallel for collapse(2) schedule(static) if (a.batch * a.channels * s0 * s1 * s2 >= kParallelElements)
@@ -257,16 +292,17 @@ bool OutputCommit::elementwise() const {
     return usable() && (same_plain_layout(internal, user, plain) || (same_layout(internal, user) && dense_unblocked(internal)));
 }
 
-void commit_output(const OutputCommit &c, const void *internal, void *user, const float *bias, bool add) {
+void commit_output(const OutputCommit &c, const void *internal, void *user, const float *bias, bool add,
+        bool to_caller) {
     const bool in_f32 = c.internal.type == dt::f32, out_f32 = c.user.type == dt::f32;
     if (in_f32 && out_f32)
-        commit_typed(c, static_cast<const float *>(internal), static_cast<float *>(user), bias, add);
+        commit_typed(c, static_cast<const float *>(internal), static_cast<float *>(user), bias, add, to_caller);
     else if (in_f32)
-        commit_typed(c, static_cast<const float *>(internal), static_cast<uint16_t *>(user), bias, add);
+        commit_typed(c, static_cast<const float *>(internal), static_cast<uint16_t *>(user), bias, add, to_caller);
     else if (out_f32)
-        commit_typed(c, static_cast<const uint16_t *>(internal), static_cast<float *>(user), bias, add);
+        commit_typed(c, static_cast<const uint16_t *>(internal), static_cast<float *>(user), bias, add, to_caller);
     else
-        commit_typed(c, static_cast<const uint16_t *>(internal), static_cast<uint16_t *>(user), bias, add);
+        commit_typed(c, static_cast<const uint16_t *>(internal), static_cast<uint16_t *>(user), bias, add, to_caller);
 }
 
 } // namespace libdeconv

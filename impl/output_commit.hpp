@@ -39,7 +39,9 @@ struct OutputCommit {
     bool tiled_into_blocks() const;
 };
 
-// user (=|+=) internal + bias[channel]; bias is f32, or NULL for none.
-void commit_output(const OutputCommit &commit, const void *internal, void *user, const float *bias, bool add);
+// user (=|+=) internal + bias[channel]; bias is f32, or NULL for none. `to_caller`: user is the
+// caller's output, which a large write streams past the caches (commit_kernels.hpp).
+void commit_output(const OutputCommit &commit, const void *internal, void *user, const float *bias, bool add,
+        bool to_caller);
 
 } // namespace libdeconv

@@ -29,15 +29,19 @@ int64_t row_offset(const PhaseSplit &s, int64_t row) {
 }
 
 // f(n, row, p0, p1) for every tile of pixels [p0, p1) of every output row of every image, over
-// all threads when `parallel`.
+// all threads when `parallel`. `streamed`: f streams its stores (end_streaming).
 template <typename F>
-void for_each_row_tile(const PhaseSplit &s, int64_t rows, int64_t width, bool parallel, F f) {
+void for_each_row_tile(const PhaseSplit &s, int64_t rows, int64_t width, bool parallel, bool streamed, F f) {
     constexpr int64_t kTile = 128;
     const int64_t tiles = (width + kTile - 1) / kTile;
-#pragma omp parallel for collapse(3) schedule(static) if (parallel)
-    for (int64_t n = 0; n < s.batch; ++n)
-        for (int64_t row = 0; row < rows; ++row)
-            for (int64_t t = 0; t < tiles; ++t) f(n, row, t * kTile, std::min(width, (t + 1) * kTile));
+#pragma omp parallel if (parallel)
+    {
+#pragma omp for collapse(3) schedule(static) nowait
+        for (int64_t n = 0; n < s.batch; ++n)
+            for (int64_t row = 0; row < rows; ++row)
+                for (int64_t t = 0; t < tiles; ++t) f(n, row, t * kTile, std::min(width, (t + 1) * kTile));
+        end_streaming(streamed);
+    }
 }
 
 template <typename T>
@@ -56,7 +60,9 @@ void split_typed(const PhaseSplit &s, const T *weights, T *conv) {
     }
 }
 
-template <bool Add, typename In, typename Out>
+// Stream: non-temporal stores where the commit writes runs of the caller's buffer (channels-last
+// convolution output); the gathers of channels-first output store plainly.
+template <bool Add, bool Stream, typename In, typename Out>
 void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
     const int r = s.rank;
     const int64_t out_pixels = product(s.out, r), channels = s.groups * s.out_per_group;
@@ -98,27 +104,31 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
     }
     if (s.user_channels_last) {
         // Every output pixel: one run of out_per_group contiguous channels per group.
-#pragma omp parallel for collapse(2) schedule(static) if (parallel)
-        for (int64_t n = 0; n < s.batch; ++n)
-            for (int64_t row = 0; row < rows; ++row) {
-                const In *from = conv + n * conv_image + row_offset(s, row);
-                Out *to = user + n * user_image + row * width * channels;
-                for (int64_t o = 0; o < width; ++o)
-                    for (int64_t g = 0; g < s.groups; ++g)
-                        commit_run<Add>(from + last[o] + g * group_step, to + o * channels + g * ocg, ocg,
-                                nullptr, 1);
-            }
+#pragma omp parallel if (parallel)
+        {
+#pragma omp for collapse(2) schedule(static) nowait
+            for (int64_t n = 0; n < s.batch; ++n)
+                for (int64_t row = 0; row < rows; ++row) {
+                    const In *from = conv + n * conv_image + row_offset(s, row);
+                    Out *to = user + n * user_image + row * width * channels;
+                    for (int64_t o = 0; o < width; ++o)
+                        for (int64_t g = 0; g < s.groups; ++g)
+                            commit_run<Add, Stream>(from + last[o] + g * group_step,
+                                    to + o * channels + g * ocg, ocg, nullptr, 1);
+                }
+            end_streaming(Stream);
+        }
         return;
     }
     // Channels-first: rows of the last dim in tiles of pixels, transposed from pixel-major.
-    for_each_row_tile(s, rows, width, parallel, [&](int64_t n, int64_t row, int64_t p0, int64_t p1) {
+    for_each_row_tile(s, rows, width, parallel, Stream, [&](int64_t n, int64_t row, int64_t p0, int64_t p1) {
         const In *from = conv + n * conv_image + row_offset(s, row);
         for (int64_t g = 0; g < s.groups; ++g) {
             const In *group = from + g * group_step;
             Out *planes = user + n * user_image + g * ocg * out_pixels + row * width;
             if (has_avx512()) {
-                commit_tile_avx512<Add>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels, 0,
-                        ocg, nullptr, p0, p1);
+                commit_tile_avx512<Add, Stream>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels,
+                        0, ocg, nullptr, p0, p1);
                 continue;
             }
             for (int64_t k = 0; k < ocg; ++k)
@@ -173,7 +183,7 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
             }
         return;
     }
-    for_each_row_tile(s, rows, width, parallel, [&](int64_t n, int64_t row, int64_t p0, int64_t p1) {
+    for_each_row_tile(s, rows, width, parallel, false, [&](int64_t n, int64_t row, int64_t p0, int64_t p1) {
         Out *to = conv + n * conv_image + row_offset(s, row);
         for (int64_t g = 0; g < s.groups; ++g) {
             const In *planes = dd + n * user_image + g * ocg * out_pixels + row * width;
@@ -209,10 +219,18 @@ void merge_weight_gradient_typed(const PhaseSplit &s, const float *conv, Out *us
 
 template <typename In, typename Out>
 void commit_dispatch(const PhaseSplit &s, const void *conv, void *user, bool add) {
+    const int64_t elements = s.batch * s.groups * s.out_per_group * product(s.out, s.rank);
+    // Streamed only where every row (channels-first) or run of a group's channels (channels-last)
+    // starts at the same place within a cache line, as in output_commit.cpp.
+    const int64_t run = s.user_channels_last ? s.out_per_group : s.out[s.rank - 1];
+    const int64_t step = s.user_channels_last ? s.groups * s.out_per_group : run;
+    const bool uniform = (run * int64_t(sizeof(Out))) % 64 == 0 && (step * int64_t(sizeof(Out))) % 64 == 0;
     if (add)
-        commit_typed<true>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
+        commit_typed<true, false>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
+    else if (uniform && s.conv_channels_last && worth_streaming(elements * int64_t(sizeof(Out))))
+        commit_typed<false, true>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
     else
-        commit_typed<false>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
+        commit_typed<false, false>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
 }
 
 } // namespace

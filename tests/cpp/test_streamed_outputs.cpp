@@ -1,0 +1,116 @@
+// Outputs of 4 MiB and more are written to the caller's buffer with non-temporal stores
+// (impl/commit_kernels.hpp: kStreamBytes), whole cache lines streamed and the partial lines at
+// the ends of rows written plainly. These forwards are large enough for that, on caller buffers
+// that start on a cache line, one element past it and 16 bytes past it, with planes that are a
+// whole number of lines (128x128) and planes that are not (129x129: no streaming there). Each
+// result is checked against the naive reference, over a buffer pre-filled with NaN patterns so
+// that an element left unwritten fails, and with guard bytes on both sides.
+#include <deconv.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "harness.hpp"
+#include "naive_deconv.hpp"
+
+namespace {
+
+using harness::Vec;
+
+// A caller's output buffer whose data starts `offset` bytes past a 64-byte boundary.
+class OffsetBuffer {
+public:
+    static constexpr size_t kGuard = 128;
+    static constexpr unsigned char kGuardByte = 0xA5;
+
+    OffsetBuffer(deconv_dtype dt, size_t n, size_t offset)
+        : dt_(dt), n_(n), es_(dt == DECONV_BF16 ? 2 : 4), raw_(n * es_ + 2 * kGuard + 128, kGuardByte) {
+        const uintptr_t base = reinterpret_cast<uintptr_t>(raw_.data()) + kGuard;
+        start_ = (base + 63) / 64 * 64 + offset - reinterpret_cast<uintptr_t>(raw_.data());
+        for (size_t i = 0; i < n_ * es_; i += 2) { // 0xff5b: a NaN in both types
+            raw_[start_ + i] = 0x5b;
+            raw_[start_ + i + 1] = 0xff;
+        }
+    }
+    void *data() { return raw_.data() + start_; }
+    Vec get() const {
+        Vec v(n_);
+        for (size_t i = 0; i < n_; ++i) {
+            if (dt_ == DECONV_F32) {
+                float f;
+                std::memcpy(&f, raw_.data() + start_ + 4 * i, 4);
+                v[i] = f;
+            } else {
+                uint16_t b;
+                std::memcpy(&b, raw_.data() + start_ + 2 * i, 2);
+                v[i] = naive::bf16_to_float(b);
+            }
+        }
+        return v;
+    }
+    bool guards_intact() const {
+        for (size_t i = 0; i < start_; ++i)
+            if (raw_[i] != kGuardByte) return false;
+        for (size_t i = start_ + n_ * es_; i < raw_.size(); ++i)
+            if (raw_[i] != kGuardByte) return false;
+        return true;
+    }
+
+private:
+    deconv_dtype dt_;
+    size_t n_, es_, start_ = 0;
+    std::vector<unsigned char> raw_;
+};
+
+// dtype, layout, bias, adj (0: 128x128 planes, 1: 129x129), offset in elements (-1: 16 bytes)
+using Case = std::tuple<deconv_dtype, deconv_layout, bool, int, int>;
+
+class StreamedOutputs : public ::testing::TestWithParam<Case> {};
+
+TEST_P(StreamedOutputs, ForwardMatchesReference) {
+    const auto [dt, layout, bias, adj, offset_elements] = GetParam();
+    if (dt == DECONV_BF16 && !harness::bf16_ok()) GTEST_SKIP() << "no bf16 on this CPU";
+    naive::Problem p;
+    p.batch = dt == DECONV_BF16 ? 4 : 2; // at least 4 MiB of output in either type
+    p.in_channels = 8;
+    p.out_channels = 32;
+    p.in_size = {64, 64, 1};
+    p.kernel = {4, 4, 1};
+    p.stride = {2, 2, 1};
+    p.pad = {1, 1, 0};
+    p.adj = {adj, adj, 0};
+    p.bias = bias;
+    const size_t element = dt == DECONV_BF16 ? 2 : 4;
+    const size_t offset = offset_elements < 0 ? 16 : offset_elements * element;
+
+    std::mt19937_64 rng(20261203);
+    const Vec src = harness::random_values(rng, naive::src_elems(p), dt);
+    const Vec w = harness::random_values(rng, naive::weights_elems(p), dt);
+    const Vec b = bias ? harness::random_values(rng, p.out_channels, dt) : Vec{};
+    const auto out = naive::output_size(p);
+    ASSERT_GE(naive::dst_elems(p) * int64_t(element), int64_t(4) << 20);
+
+    harness::Handle h(p, dt, layout, DECONV_INFERENCE);
+    ASSERT_TRUE(h.ok()) << h.error();
+    SCOPED_TRACE(h.impls());
+    harness::Buffer bs = harness::src_buffer(p, dt, layout, src), bw(dt, w), bb(dt, b);
+    OffsetBuffer dst(dt, static_cast<size_t>(naive::dst_elems(p)), offset);
+    ASSERT_EQ(deconv_forward(h.get(), bs.data(), bw.data(), bias ? bb.data() : nullptr, dst.data(),
+                      DECONV_REQ_WRITE),
+            DECONV_OK)
+            << deconv_last_error();
+    EXPECT_TRUE(dst.guards_intact()) << "wrote outside dst";
+    const Vec got = harness::from_layout(p, layout, dst.get(), p.out_channels, out);
+    EXPECT_TRUE(harness::compare("dst", got, harness::expect_forward(p, src, w, b, false), dt));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StreamedOutputs,
+        ::testing::Combine(::testing::Values(DECONV_F32, DECONV_BF16),
+                ::testing::Values(DECONV_CHANNELS_FIRST, DECONV_CHANNELS_LAST), ::testing::Bool(),
+                ::testing::Values(0, 1), ::testing::Values(0, 1, -1)));
+
+} // namespace
