@@ -87,10 +87,11 @@ LIBDECONV_AVX512 inline void store_unchanged(Out *p, __mmask16 m, __m512 v) {
         store_masked(p, m, v);
 }
 
-// Non-temporal stores for large outputs to the caller: they skip reading every destination
-// line before writing it, which made the f32 commit 2-3x slower than oneDNN's reorder on AMD
-// Zen 4 (16 MB: 1.7 ms with plain stores, 0.5 ms streamed, 0.8 ms oneDNN). Smaller outputs keep
-// plain stores: the next layer likely reads them from cache.
+// Non-temporal stores for large commits: they skip reading every destination line before
+// writing it, which made the f32 commit 2-3x slower than oneDNN's reorder on AMD Zen 4 (16 MB:
+// 1.7 ms with plain stores, 0.5 ms streamed, 0.8 ms oneDNN), and an input's copy 1.2-1.4x. Smaller
+// tensors keep plain stores: whoever reads them next (the next layer, the kernel) likely finds
+// them in cache (streaming a 3 MB input made a warm adj.s2 backward data 20% slower).
 constexpr int64_t kStreamBytes = int64_t(4) << 20;
 inline bool worth_streaming(int64_t bytes) { return bytes >= kStreamBytes; }
 
@@ -118,6 +119,15 @@ LIBDECONV_AVX512 void stream_row(T *row, const T *values, int64_t count) {
 LIBDECONV_AVX512 inline void stream_full(float *p, __m512 v) { _mm512_stream_ps(p, v); }
 LIBDECONV_AVX512 inline void stream_full(uint16_t *p, __m512 v) {
     _mm256_stream_si256(reinterpret_cast<__m256i *>(p), bf16_words(v));
+}
+// The same for a value that came from bf16 unchanged (store_unchanged).
+template <typename In, typename Out>
+LIBDECONV_AVX512 inline void stream_unchanged(Out *p, __m512 v) {
+    if constexpr (std::is_same_v<In, uint16_t> && std::is_same_v<Out, uint16_t>)
+        _mm256_stream_si256(reinterpret_cast<__m256i *>(p),
+                _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
+    else
+        stream_full(p, v);
 }
 
 // Streamed stores are weakly ordered: each thread that made them fences once at the end of its
@@ -265,8 +275,9 @@ void commit_run(const In *in, Out *out, int64_t count, const float *bias, int64_
 
 // The way in: channels-first planes (channel k of pixel p at planes[k * plane_stride + p]) into
 // pixel-major rows: `lanes` channels of pixel p at to[at(p)], those from `width` on written as
-// zeros (a channel block's padding).
-template <typename In, typename Out, typename At>
+// zeros (a channel block's padding). Stream: pixels of 16 lanes that start on a vector's
+// alignment are stored non-temporally; see end_streaming.
+template <bool Stream, typename In, typename Out, typename At>
 LIBDECONV_AVX512 void uncommit_tile_avx512(const In *planes, int64_t plane_stride, Out *to, At at, int64_t lanes,
         int64_t width, int64_t p0, int64_t p1) {
     for (int64_t k0 = 0; k0 < lanes; k0 += 16) {
@@ -279,7 +290,13 @@ LIBDECONV_AVX512 void uncommit_tile_avx512(const In *planes, int64_t plane_strid
             for (int i = 0; i < 16; ++i)
                 r[i] = i < channels ? load_masked(planes + (k0 + i) * plane_stride + p, pixel_mask) : _mm512_setzero_ps();
             transpose16(r);
-            for (int j = 0; j < pixels; ++j) store_unchanged<In>(to + at(p + j) + k0, lane_mask, r[j]);
+            for (int j = 0; j < pixels; ++j) {
+                Out *pixel = to + at(p + j) + k0;
+                if (Stream && lane_mask == 0xffff && reinterpret_cast<uintptr_t>(pixel) % (16 * sizeof(Out)) == 0)
+                    stream_unchanged<In>(pixel, r[j]);
+                else
+                    store_unchanged<In>(pixel, lane_mask, r[j]);
+            }
         }
     }
 }

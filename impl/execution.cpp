@@ -132,7 +132,7 @@ void execute(const Plan &plan, const Tensors &tensors) {
             fill_repeated(r.conversion, source, static_cast<float *>(b.internal[i].get_data_handle()));
             used = b.internal[i].get();
         } else if (!r.output && r.by_commit) {
-            commit_output(r.commit, source, workspace + r.internal_offset, nullptr, false, false);
+            commit_output(r.commit, source, workspace + r.internal_offset, nullptr, false);
             used = b.internal[i].get();
         } else if (!r.output) {
             point_to(b.user[i], source);
@@ -168,7 +168,7 @@ void execute(const Plan &plan, const Tensors &tensors) {
             const char *result = workspace + r.internal_offset;
             if (r.staged) {
                 if (r.by_commit) {
-                    commit_output(r.commit, result, workspace + r.staged_offset, nullptr, false, false);
+                    commit_output(r.commit, result, workspace + r.staged_offset, nullptr, false);
                 } else {
                     point_to(b.user[i], workspace + r.staged_offset);
                     reorder(r.conversion.to_user, stream, b.internal[i], b.user[i], b.scratchpad);
@@ -183,7 +183,7 @@ void execute(const Plan &plan, const Tensors &tensors) {
         if (plan.bias_in_commit || r.by_commit) { // in place when the primitive wrote the caller's buffer
             stream.wait();
             commit_output(r.commit, written ? t.user : workspace + r.internal_offset, const_cast<void *>(t.user),
-                    commit_bias, t.req == Req::add && !written, true);
+                    commit_bias, t.req == Req::add && !written);
             continue;
         }
         if (written) continue;

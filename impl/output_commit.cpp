@@ -93,12 +93,12 @@ void commit_blocked_to_planes(const OutputCommit &c, const In *in, Out *out, con
 // channels-last). Channels of the last block past the tensor's are written as zeros, as
 // oneDNN's layouts require. `to` is the block of one image; pixel p, channel k is
 // to[p * block + k]; channel k of `planes` starts at planes[k * plane_stride].
-template <typename In, typename Out>
+template <bool Stream, typename In, typename Out>
 void uncommit_tile(const In *planes, int64_t plane_stride, Out *to, int64_t block, int64_t width, int64_t p0,
         int64_t p1) {
     if (has_avx512())
-        return uncommit_tile_avx512(planes, plane_stride, to, [block](int64_t p) { return p * block; }, block, width,
-                p0, p1);
+        return uncommit_tile_avx512<Stream>(planes, plane_stride, to, [block](int64_t p) { return p * block; }, block,
+                width, p0, p1);
     for (int64_t p = p0; p < p1; ++p)
         for (int64_t k = 0; k < block; ++k) store(to, p * block + k, k < width ? load(planes, k * plane_stride + p) : 0.f);
 }
@@ -178,12 +178,16 @@ bool same_plain_layout(const ChannelBlocked &a, const ChannelBlocked &b, Channel
 
 // Planes (a) into blocks or channels-last (b); see uncommit_tile.
 template <typename In, typename Out>
-void commit_planes_to_blocked(const ChannelBlocked &a, const ChannelBlocked &b, const In *in, Out *out) {
+void commit_planes_to_blocked(const ChannelBlocked &a, const ChannelBlocked &b, const In *in, Out *out, bool stream) {
     const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
-    for_each_tile(a.batch, a.channels, b.block, pixels, 0, false,
+    for_each_tile(a.batch, a.channels, b.block, pixels, 0, stream,
             [&](int64_t n, int64_t cb, int64_t c0, int64_t width, int64_t p0, int64_t p1) {
-                uncommit_tile(in + n * a.stride_n + c0 * a.stride_block, a.stride_block,
-                        out + n * b.stride_n + cb * b.stride_block, b.block, width, p0, p1);
+                const In *from = in + n * a.stride_n + c0 * a.stride_block;
+                Out *to = out + n * b.stride_n + cb * b.stride_block;
+                if (stream)
+                    uncommit_tile<true>(from, a.stride_block, to, b.block, width, p0, p1);
+                else
+                    uncommit_tile<false>(from, a.stride_block, to, b.block, width, p0, p1);
             });
 }
 
@@ -195,10 +199,10 @@ bool planes_to_blocked(const ChannelBlocked &a, const ChannelBlocked &b, Channel
 }
 
 template <typename In, typename Out>
-void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add, bool to_caller) {
+void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bias, bool add) {
     const ChannelBlocked &a = c.internal, &b = c.user;
     const int64_t elements = a.batch * a.channels * a.spatial[0] * a.spatial[1] * a.spatial[2];
-    const bool stream = to_caller && !add && static_cast<const void *>(in) != static_cast<const void *>(out) &&
+    const bool stream = !add && static_cast<const void *>(in) != static_cast<const void *>(out) &&
                         worth_streaming(elements * int64_t(sizeof(Out)));
     // First, so that an in-place commit (same layout) is always element-wise.
     ChannelBlocked plain;
@@ -224,7 +228,7 @@ void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bi
     // Before the ways out: an input commit reads the caller's buffer, which the bf16 gathers of
     // commit_tile_avx512 must not (they read 2 bytes past their last element).
     ChannelBlocked blocked;
-    if (!bias && !add && planes_to_blocked(a, b, blocked)) return commit_planes_to_blocked(a, blocked, in, out);
+    if (!bias && !add && planes_to_blocked(a, b, blocked)) return commit_planes_to_blocked(a, blocked, in, out, stream);
     if (a.block > 1 && b.block == 1 && dense_spatial(a, a.block) && dense_spatial(b, 1))
         return commit_blocked_to_planes(c, in, out, bias, add, stream);
     OutputCommit transposed = c;
@@ -292,17 +296,16 @@ bool OutputCommit::elementwise() const {
     return usable() && (same_plain_layout(internal, user, plain) || (same_layout(internal, user) && dense_unblocked(internal)));
 }
 
-void commit_output(const OutputCommit &c, const void *internal, void *user, const float *bias, bool add,
-        bool to_caller) {
+void commit_output(const OutputCommit &c, const void *internal, void *user, const float *bias, bool add) {
     const bool in_f32 = c.internal.type == dt::f32, out_f32 = c.user.type == dt::f32;
     if (in_f32 && out_f32)
-        commit_typed(c, static_cast<const float *>(internal), static_cast<float *>(user), bias, add, to_caller);
+        commit_typed(c, static_cast<const float *>(internal), static_cast<float *>(user), bias, add);
     else if (in_f32)
-        commit_typed(c, static_cast<const float *>(internal), static_cast<uint16_t *>(user), bias, add, to_caller);
+        commit_typed(c, static_cast<const float *>(internal), static_cast<uint16_t *>(user), bias, add);
     else if (out_f32)
-        commit_typed(c, static_cast<const uint16_t *>(internal), static_cast<float *>(user), bias, add, to_caller);
+        commit_typed(c, static_cast<const uint16_t *>(internal), static_cast<float *>(user), bias, add);
     else
-        commit_typed(c, static_cast<const uint16_t *>(internal), static_cast<uint16_t *>(user), bias, add, to_caller);
+        commit_typed(c, static_cast<const uint16_t *>(internal), static_cast<uint16_t *>(user), bias, add);
 }
 
 } // namespace libdeconv

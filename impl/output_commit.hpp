@@ -39,9 +39,8 @@ struct OutputCommit {
     bool tiled_into_blocks() const;
 };
 
-// user (=|+=) internal + bias[channel]; bias is f32, or NULL for none. `to_caller`: user is the
-// caller's output, which a large write streams past the caches (commit_kernels.hpp).
-void commit_output(const OutputCommit &commit, const void *internal, void *user, const float *bias, bool add,
-        bool to_caller);
+// user (=|+=) internal + bias[channel]; bias is f32, or NULL for none. A large write streams
+// past the caches (commit_kernels.hpp: worth_streaming).
+void commit_output(const OutputCommit &commit, const void *internal, void *user, const float *bias, bool add);
 
 } // namespace libdeconv

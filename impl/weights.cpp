@@ -29,7 +29,7 @@ dnnl::memory pack(const Role &role, const void *data, size_t scratchpad_bytes) {
         return packed;
     }
     if (role.by_commit) {
-        commit_output(role.commit, data, packed.get_data_handle(), nullptr, false, false);
+        commit_output(role.commit, data, packed.get_data_handle(), nullptr, false);
         return packed;
     }
     dnnl::memory user(c.user, eng, const_cast<void *>(data));

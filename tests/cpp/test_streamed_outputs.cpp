@@ -1,6 +1,7 @@
-// Outputs of 4 MiB and more are written to the caller's buffer with non-temporal stores
-// (impl/commit_kernels.hpp: kStreamBytes), whole cache lines streamed and the partial lines at
-// the ends of rows written plainly. These forwards are large enough for that, on caller buffers
+// Commits of 4 MiB and more are written with non-temporal stores (impl/commit_kernels.hpp:
+// kStreamBytes): outputs into the caller's buffer, whole cache lines streamed and the partial
+// lines at the ends of rows written plainly, and inputs into the kernel's layout. These forwards
+// (and backward data, whose diff_dst is as large) are large enough for that, on caller buffers
 // that start on a cache line, one element past it and 16 bytes past it, with planes that are a
 // whole number of lines (128x128) and planes that are not (129x129: no streaming there). Each
 // result is checked against the naive reference, over a buffer pre-filled with NaN patterns so
@@ -66,13 +67,16 @@ private:
     std::vector<unsigned char> raw_;
 };
 
-// dtype, layout, bias, adj (0: 128x128 planes, 1: 129x129), offset in elements (-1: 16 bytes)
-using Case = std::tuple<deconv_dtype, deconv_layout, bool, int, int>;
+// dtype, layout, then (bias, adj (0: 128x128 planes, 1: 129x129), offset in elements (-1: 16
+// bytes)): a few combinations, each large problem takes a while against the reference.
+using Variant = std::tuple<bool, int, int>;
+using Case = std::tuple<deconv_dtype, deconv_layout, Variant>;
 
 class StreamedOutputs : public ::testing::TestWithParam<Case> {};
 
-TEST_P(StreamedOutputs, ForwardMatchesReference) {
-    const auto [dt, layout, bias, adj, offset_elements] = GetParam();
+TEST_P(StreamedOutputs, ForwardAndBackwardDataMatchReference) {
+    const auto [dt, layout, variant] = GetParam();
+    const auto [bias, adj, offset_elements] = variant;
     if (dt == DECONV_BF16 && !harness::bf16_ok()) GTEST_SKIP() << "no bf16 on this CPU";
     naive::Problem p;
     p.batch = dt == DECONV_BF16 ? 4 : 2; // at least 4 MiB of output in either type
@@ -106,11 +110,27 @@ TEST_P(StreamedOutputs, ForwardMatchesReference) {
     EXPECT_TRUE(dst.guards_intact()) << "wrote outside dst";
     const Vec got = harness::from_layout(p, layout, dst.get(), p.out_channels, out);
     EXPECT_TRUE(harness::compare("dst", got, harness::expect_forward(p, src, w, b, false), dt));
+
+    // Backward data: diff_dst as large, its copy into the kernel's layout streamed too.
+    harness::Handle train(p, dt, layout, DECONV_TRAINING);
+    ASSERT_TRUE(train.ok()) << train.error();
+    SCOPED_TRACE(train.impls());
+    const Vec dd = harness::random_values(rng, naive::dst_elems(p), dt);
+    harness::Buffer bdd = harness::dst_buffer(p, dt, layout, dd);
+    OffsetBuffer diff_src(dt, static_cast<size_t>(naive::src_elems(p)), offset);
+    ASSERT_EQ(deconv_backward(train.get(), nullptr, bw.data(), bdd.data(), diff_src.data(), DECONV_REQ_WRITE, nullptr,
+                      DECONV_REQ_NULL, nullptr, DECONV_REQ_NULL),
+            DECONV_OK)
+            << deconv_last_error();
+    EXPECT_TRUE(diff_src.guards_intact()) << "wrote outside diff_src";
+    const Vec got_src = harness::from_layout(p, layout, diff_src.get(), p.in_channels, p.in_size);
+    EXPECT_TRUE(harness::compare("diff_src", got_src, harness::expect_backward_data(p, w, dd), dt));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, StreamedOutputs,
         ::testing::Combine(::testing::Values(DECONV_F32, DECONV_BF16),
-                ::testing::Values(DECONV_CHANNELS_FIRST, DECONV_CHANNELS_LAST), ::testing::Bool(),
-                ::testing::Values(0, 1), ::testing::Values(0, 1, -1)));
+                ::testing::Values(DECONV_CHANNELS_FIRST, DECONV_CHANNELS_LAST),
+                ::testing::Values(Variant{true, 0, 0}, Variant{false, 0, -1}, Variant{false, 0, 1},
+                        Variant{true, 1, 1}, Variant{true, 0, -1})));
 
 } // namespace
