@@ -189,8 +189,8 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
             const In *planes = dd + n * user_image + g * ocg * out_pixels + row * width;
             Out *group = to + g * group_step;
             if (has_avx512()) {
-                uncommit_tile_avx512<false>(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg, ocg, p0,
-                        p1);
+                uncommit_tile_avx512<false>(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg,
+                        ocg, p0, p1);
                 continue;
             }
             for (int64_t k = 0; k < ocg; ++k)
