@@ -178,6 +178,15 @@ LIBDECONV_AVX512 inline __m512 gather16(const uint16_t *from, __m512i index, __m
 // bf16, dcgan.l5's output, 0.24 ms transposed, 0.14 ms gathered).
 constexpr int64_t kGatheredChannels = 4;
 
+// An add reads 16 rows of the caller's output at once, more streams than the hardware
+// prefetcher follows: asking for each row 512 bytes ahead made a cold DECONV_REQ_ADD commit
+// 7-25% faster on AMD Zen 4 (dcgan.l5 backward data). A prefetch never faults past the end.
+template <typename T>
+inline void prefetch_ahead(const T *row) {
+    constexpr int64_t kAheadBytes = 512;
+    _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(row) + kAheadBytes), _MM_HINT_T0);
+}
+
 // Channels [k0, width) of pixels [p0, p1): pixel p, channel k is from[at(p) + k]; channel k goes
 // to rows[k * row_stride + p]. `at` gives each pixel's place: p * block for channel blocks, a
 // table for the phases of a subpixel convolution (phase_interleave.hpp). Stream: each channel's
@@ -220,7 +229,10 @@ LIBDECONV_AVX512 void commit_tile_avx512(const In *from, At at, Out *rows, int64
                         continue;
                     }
                     __m512 v = bias ? _mm512_add_ps(r[k], _mm512_set1_ps(bias[c0 + k])) : r[k];
-                    if (Add) v = _mm512_add_ps(v, load_masked(row, pixel_mask));
+                    if (Add) {
+                        prefetch_ahead(row);
+                        v = _mm512_add_ps(v, load_masked(row, pixel_mask));
+                    }
                     store_masked(row, pixel_mask, v);
                 }
             }
