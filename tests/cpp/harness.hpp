@@ -92,18 +92,26 @@ private:
 };
 
 // A dense buffer in the library's data type, with guard bytes on both sides so that writes
-// out of bounds are noticed.
+// out of bounds are noticed. `line_offset` >= 0 places the data that many bytes past a 64-byte
+// boundary (the library's streamed stores depend on it); by default it is wherever the vector's
+// allocation puts it.
 class Buffer {
 public:
     static constexpr size_t kGuard = 64;
     static constexpr unsigned char kGuardByte = 0xA5;
 
-    Buffer(deconv_dtype dt, size_t n)
-        : dt_(dt), n_(n), es_(dt == DECONV_BF16 ? 2 : 4), bytes_(2 * kGuard + n * es_, kGuardByte) {}
+    Buffer(deconv_dtype dt, size_t n, int line_offset = -1)
+        : dt_(dt), n_(n), es_(dt == DECONV_BF16 ? 2 : 4), bytes_(2 * kGuard + n * es_ + 128, kGuardByte) {
+        start_ = kGuard;
+        if (line_offset >= 0) {
+            const uintptr_t base = reinterpret_cast<uintptr_t>(bytes_.data());
+            start_ = (base + kGuard + 63) / 64 * 64 + static_cast<size_t>(line_offset) - base;
+        }
+    }
     Buffer(deconv_dtype dt, const Vec& v) : Buffer(dt, v.size()) { set(v); }
 
-    void* data() { return bytes_.data() + kGuard; }
-    const void* data() const { return bytes_.data() + kGuard; }
+    void* data() { return bytes_.data() + start_; }
+    const void* data() const { return bytes_.data() + start_; }
     size_t size() const { return n_; }
     deconv_dtype dtype() const { return dt_; }
 
@@ -113,10 +121,10 @@ public:
         for (size_t i = 0; i < n_; ++i) {
             const float f = static_cast<float>(v[i]);
             if (dt_ == DECONV_F32) {
-                std::memcpy(bytes_.data() + kGuard + 4 * i, &f, 4);
+                std::memcpy(bytes_.data() + start_ + 4 * i, &f, 4);
             } else {
                 const uint16_t b = naive::bf16_bits(f);
-                std::memcpy(bytes_.data() + kGuard + 2 * i, &b, 2);
+                std::memcpy(bytes_.data() + start_ + 2 * i, &b, 2);
             }
         }
     }
@@ -125,11 +133,11 @@ public:
         for (size_t i = 0; i < n_; ++i) {
             if (dt_ == DECONV_F32) {
                 float f;
-                std::memcpy(&f, bytes_.data() + kGuard + 4 * i, 4);
+                std::memcpy(&f, bytes_.data() + start_ + 4 * i, 4);
                 v[i] = f;
             } else {
                 uint16_t b;
-                std::memcpy(&b, bytes_.data() + kGuard + 2 * i, 2);
+                std::memcpy(&b, bytes_.data() + start_ + 2 * i, 2);
                 v[i] = naive::bf16_to_float(b);
             }
         }
@@ -138,24 +146,24 @@ public:
     // A NaN bit pattern no computation produces, to check "untouched" bit for bit.
     void fill_sentinel() {
         for (size_t i = 0; i < n_ * es_; i += 2) {
-            bytes_[kGuard + i] = 0x5b;
-            bytes_[kGuard + i + 1] = 0xff;
+            bytes_[start_ + i] = 0x5b;
+            bytes_[start_ + i + 1] = 0xff;
         }
     }
     bool is_sentinel() const {
         for (size_t i = 0; i < n_ * es_; i += 2)
-            if (bytes_[kGuard + i] != 0x5b || bytes_[kGuard + i + 1] != 0xff) return false;
+            if (bytes_[start_ + i] != 0x5b || bytes_[start_ + i + 1] != 0xff) return false;
         return true;
     }
     bool guards_intact() const {
-        for (size_t i = 0; i < kGuard; ++i)
-            if (bytes_[i] != kGuardByte || bytes_[kGuard + n_ * es_ + i] != kGuardByte) return false;
+        for (size_t i = 0; i < bytes_.size(); ++i)
+            if ((i < start_ || i >= start_ + n_ * es_) && bytes_[i] != kGuardByte) return false;
         return true;
     }
 
 private:
     deconv_dtype dt_;
-    size_t n_, es_;
+    size_t n_, es_, start_ = 0;
     std::vector<unsigned char> bytes_;
 };
 

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -21,51 +20,6 @@
 namespace {
 
 using harness::Vec;
-
-// A caller's output buffer whose data starts `offset` bytes past a 64-byte boundary.
-class OffsetBuffer {
-public:
-    static constexpr size_t kGuard = 128;
-    static constexpr unsigned char kGuardByte = 0xA5;
-
-    OffsetBuffer(deconv_dtype dt, size_t n, size_t offset)
-        : dt_(dt), n_(n), es_(dt == DECONV_BF16 ? 2 : 4), raw_(n * es_ + 2 * kGuard + 128, kGuardByte) {
-        const uintptr_t base = reinterpret_cast<uintptr_t>(raw_.data()) + kGuard;
-        start_ = (base + 63) / 64 * 64 + offset - reinterpret_cast<uintptr_t>(raw_.data());
-        for (size_t i = 0; i < n_ * es_; i += 2) { // 0xff5b: a NaN in both types
-            raw_[start_ + i] = 0x5b;
-            raw_[start_ + i + 1] = 0xff;
-        }
-    }
-    void *data() { return raw_.data() + start_; }
-    Vec get() const {
-        Vec v(n_);
-        for (size_t i = 0; i < n_; ++i) {
-            if (dt_ == DECONV_F32) {
-                float f;
-                std::memcpy(&f, raw_.data() + start_ + 4 * i, 4);
-                v[i] = f;
-            } else {
-                uint16_t b;
-                std::memcpy(&b, raw_.data() + start_ + 2 * i, 2);
-                v[i] = naive::bf16_to_float(b);
-            }
-        }
-        return v;
-    }
-    bool guards_intact() const {
-        for (size_t i = 0; i < start_; ++i)
-            if (raw_[i] != kGuardByte) return false;
-        for (size_t i = start_ + n_ * es_; i < raw_.size(); ++i)
-            if (raw_[i] != kGuardByte) return false;
-        return true;
-    }
-
-private:
-    deconv_dtype dt_;
-    size_t n_, es_, start_ = 0;
-    std::vector<unsigned char> raw_;
-};
 
 // dtype, layout, then (bias, adj (0: 128x128 planes, 1: 129x129), offset in elements (-1: 16
 // bytes)): a few combinations, each large problem takes a while against the reference.
@@ -89,7 +43,7 @@ TEST_P(StreamedOutputs, ForwardAndBackwardDataMatchReference) {
     p.adj = {adj, adj, 0};
     p.bias = bias;
     const size_t element = dt == DECONV_BF16 ? 2 : 4;
-    const size_t offset = offset_elements < 0 ? 16 : offset_elements * element;
+    const int offset = offset_elements < 0 ? 16 : offset_elements * static_cast<int>(element);
 
     std::mt19937_64 rng(20261203);
     const Vec src = harness::random_values(rng, naive::src_elems(p), dt);
@@ -102,7 +56,8 @@ TEST_P(StreamedOutputs, ForwardAndBackwardDataMatchReference) {
     ASSERT_TRUE(h.ok()) << h.error();
     SCOPED_TRACE(h.impls());
     harness::Buffer bs = harness::src_buffer(p, dt, layout, src), bw(dt, w), bb(dt, b);
-    OffsetBuffer dst(dt, static_cast<size_t>(naive::dst_elems(p)), offset);
+    harness::Buffer dst(dt, static_cast<size_t>(naive::dst_elems(p)), offset);
+    dst.fill_sentinel();
     ASSERT_EQ(deconv_forward(h.get(), bs.data(), bw.data(), bias ? bb.data() : nullptr, dst.data(),
                       DECONV_REQ_WRITE),
             DECONV_OK)
@@ -117,7 +72,8 @@ TEST_P(StreamedOutputs, ForwardAndBackwardDataMatchReference) {
     SCOPED_TRACE(train.impls());
     const Vec dd = harness::random_values(rng, naive::dst_elems(p), dt);
     harness::Buffer bdd = harness::dst_buffer(p, dt, layout, dd);
-    OffsetBuffer diff_src(dt, static_cast<size_t>(naive::src_elems(p)), offset);
+    harness::Buffer diff_src(dt, static_cast<size_t>(naive::src_elems(p)), offset);
+    diff_src.fill_sentinel();
     ASSERT_EQ(deconv_backward(train.get(), nullptr, bw.data(), bdd.data(), diff_src.data(), DECONV_REQ_WRITE, nullptr,
                       DECONV_REQ_NULL, nullptr, DECONV_REQ_NULL),
             DECONV_OK)
