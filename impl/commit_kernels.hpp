@@ -187,6 +187,67 @@ inline void prefetch_ahead(const T *row) {
     _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(row) + kAheadBytes), _MM_HINT_T0);
 }
 
+// 32 bf16 words of a row: rows of bf16 are written 32 pixels (a cache line) at a time, with half
+// the loads, stores and conversions of 16 at a time (4 MB nChw16c -> nchw on AMD Zen 4, best of
+// 201: with an add 0.30-0.33 -> 0.17-0.18 ms, with a bias 0.23-0.25 -> 0.16-0.18 ms).
+LIBDECONV_AVX512 inline __m512i load_words(const uint16_t *p, __mmask32 m) {
+    return m == 0xffffffffu ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(m, p);
+}
+LIBDECONV_AVX512 inline void store_words(uint16_t *p, __mmask32 m, __m512i words) {
+    if (m == 0xffffffffu)
+        _mm512_storeu_si512(p, words);
+    else
+        _mm512_mask_storeu_epi16(p, m, words);
+}
+// Words [0, 16) and [16, 32) as f32.
+LIBDECONV_AVX512 inline __m512 low_half(__m512i words) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(words)), 16));
+}
+LIBDECONV_AVX512 inline __m512 high_half(__m512i words) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(words, 1)), 16));
+}
+// lo, hi rounded to bf16: words [0, 16) and [16, 32).
+LIBDECONV_AVX512 inline __m512i bf16_words(__m512 lo, __m512 hi) {
+    if (has_avx512_bf16()) {
+        __m512i words; // as bf16_words(__m512)
+        __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(words) : "v"(hi), "v"(lo));
+        return words;
+    }
+    return _mm512_inserti64x4(_mm512_castsi256_si512(bf16_words(lo)), bf16_words(hi), 1);
+}
+// The same for values that came from bf16 unchanged (store_unchanged): their high words.
+LIBDECONV_AVX512 inline __m512i unchanged_words(__m512 lo, __m512 hi) {
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31,
+            29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    return _mm512_permutex2var_epi16(_mm512_castps_si512(lo), odd, _mm512_castps_si512(hi));
+}
+
+// r[k] = channel c0 + k (k < channels) of the 16 pixels from p, [p, p + pixels) of them, 0
+// beyond; pixel p's channels start at from[at(p)].
+template <typename In, typename At>
+LIBDECONV_AVX512 inline void transposed16(const In *from, At at, int64_t c0, int64_t channels, int64_t p,
+        int64_t pixels, __m512 r[16]) {
+    const __mmask16 pixel_mask = static_cast<__mmask16>((1u << pixels) - 1);
+    const __mmask16 channel_mask = static_cast<__mmask16>((1u << channels) - 1);
+    const int64_t first = at(p);
+    // A transpose would be mostly empty: gather, where 32-bit indices reach the pixels.
+    bool gather = channels <= kGatheredChannels;
+    alignas(64) int32_t offsets[16] = {};
+    for (int i = 0; gather && i < pixels; ++i) {
+        const int64_t offset = at(p + i) - first;
+        gather = offset >= 0 && offset < (int64_t(1) << 28);
+        offsets[i] = static_cast<int32_t>(offset);
+    }
+    if (gather) {
+        const __m512i index = _mm512_load_si512(offsets);
+        for (int k = 0; k < channels; ++k) r[k] = gather16(from + first + c0 + k, index, pixel_mask);
+        return;
+    }
+    for (int i = 0; i < 16; ++i)
+        r[i] = i < pixels ? load_masked(from + at(p + i) + c0, channel_mask) : _mm512_setzero_ps();
+    transpose16(r);
+}
+
 // Channels [k0, width) of pixels [p0, p1): pixel p, channel k is from[at(p) + k]; channel k goes
 // to rows[k * row_stride + p]. `at` gives each pixel's place: p * block for channel blocks, a
 // table for the phases of a subpixel convolution (phase_interleave.hpp). Stream: each channel's
@@ -195,45 +256,53 @@ template <bool Add, bool Stream, typename In, typename Out, typename At>
 LIBDECONV_AVX512 void commit_tile_avx512(const In *from, At at, Out *rows, int64_t row_stride, int64_t k0,
         int64_t width, const float *bias, int64_t p0, int64_t p1) {
     static_assert(!(Add && Stream), "an add reads the destination anyway");
+    constexpr bool kWords = std::is_same_v<Out, uint16_t>;
+    constexpr int64_t kStep = kWords ? 32 : 16; // pixels per row store
     for (int64_t c0 = k0; c0 < width; c0 += 16) {
         const int64_t channels = std::min<int64_t>(16, width - c0);
-        const __mmask16 channel_mask = static_cast<__mmask16>((1u << channels) - 1);
         for (int64_t s0 = p0; s0 < p1; s0 += Stream ? kStreamTile : p1 - p0) {
             const int64_t s1 = Stream ? std::min(p1, s0 + kStreamTile) : p1;
             alignas(64) Out staged[Stream ? 16 : 1][Stream ? kStreamTile : 1];
-            for (int64_t p = s0; p < s1; p += 16) {
-                const int64_t pixels = std::min<int64_t>(16, s1 - p);
-                const __mmask16 pixel_mask = static_cast<__mmask16>((1u << pixels) - 1);
-                const int64_t first = at(p);
-                __m512 r[16];
-                // A transpose would be mostly empty: gather, where 32-bit indices reach the pixels.
-                bool gather = channels <= kGatheredChannels;
-                alignas(64) int32_t offsets[16] = {};
-                for (int i = 0; gather && i < pixels; ++i) {
-                    const int64_t offset = at(p + i) - first;
-                    gather = offset >= 0 && offset < (int64_t(1) << 28);
-                    offsets[i] = static_cast<int32_t>(offset);
-                }
-                if (gather) {
-                    const __m512i index = _mm512_load_si512(offsets);
-                    for (int k = 0; k < channels; ++k) r[k] = gather16(from + first + c0 + k, index, pixel_mask);
-                } else {
-                    for (int i = 0; i < 16; ++i)
-                        r[i] = i < pixels ? load_masked(from + at(p + i) + c0, channel_mask) : _mm512_setzero_ps();
-                    transpose16(r);
+            for (int64_t p = s0; p < s1; p += kStep) {
+                const int64_t pixels = std::min<int64_t>(kStep, s1 - p);
+                __m512 r[16], h[16]; // pixels [p, p + 16), and [p + 16, p + 32) for bf16 rows
+                transposed16(from, at, c0, channels, p, std::min<int64_t>(16, pixels), r);
+                if constexpr (kWords) {
+                    if (pixels > 16) transposed16(from, at, c0, channels, p + 16, pixels - 16, h);
+                    else
+                        for (int k = 0; k < channels; ++k) h[k] = _mm512_setzero_ps();
                 }
                 for (int k = 0; k < channels; ++k) {
                     Out *row = Stream ? staged[k] + (p - s0) : rows + (c0 + k) * row_stride + p;
-                    if (!bias && !Add) {
-                        store_unchanged<In>(row, pixel_mask, r[k]);
-                        continue;
+                    const __m512 beta = bias ? _mm512_set1_ps(bias[c0 + k]) : _mm512_setzero_ps();
+                    if constexpr (kWords) {
+                        const __mmask32 mask = pixels == 32 ? 0xffffffffu : (1u << pixels) - 1;
+                        if (!bias && !Add && std::is_same_v<In, uint16_t>) {
+                            store_words(row, mask, unchanged_words(r[k], h[k]));
+                            continue;
+                        }
+                        __m512 lo = bias ? _mm512_add_ps(r[k], beta) : r[k];
+                        __m512 hi = bias ? _mm512_add_ps(h[k], beta) : h[k];
+                        if (Add) {
+                            prefetch_ahead(row);
+                            const __m512i old = load_words(row, mask);
+                            lo = _mm512_add_ps(lo, low_half(old));
+                            hi = _mm512_add_ps(hi, high_half(old));
+                        }
+                        store_words(row, mask, bf16_words(lo, hi));
+                    } else {
+                        const __mmask16 mask = static_cast<__mmask16>((1u << pixels) - 1);
+                        if (!bias && !Add) {
+                            store_unchanged<In>(row, mask, r[k]);
+                            continue;
+                        }
+                        __m512 v = bias ? _mm512_add_ps(r[k], beta) : r[k];
+                        if (Add) {
+                            prefetch_ahead(row);
+                            v = _mm512_add_ps(v, load_masked(row, mask));
+                        }
+                        store_masked(row, mask, v);
                     }
-                    __m512 v = bias ? _mm512_add_ps(r[k], _mm512_set1_ps(bias[c0 + k])) : r[k];
-                    if (Add) {
-                        prefetch_ahead(row);
-                        v = _mm512_add_ps(v, load_masked(row, pixel_mask));
-                    }
-                    store_masked(row, pixel_mask, v);
                 }
             }
             if (Stream)
