@@ -128,20 +128,9 @@ std::vector<double> seconds_per_call(const Problem &problem, const std::vector<c
         repeats.push_back(static_cast<int>(std::clamp(kTurnSeconds / t.seconds(buffers), 1.0, 50.0)));
     }
     std::vector<double> best(trials.size(), 1e30);
-    auto turn = [&](size_t i) {
-        for (int r = 0; r < repeats[i]; ++r) best[i] = std::min(best[i], trials[i].seconds(buffers));
-    };
     for (int round = 0; round < 2; ++round)
-        for (size_t i = 0; i < trials.size(); ++i) turn(i);
-    // Calls of milliseconds get two turns each, and the best of two still swings by 10-20% on
-    // a busy machine (unet.up1 f32: x64:gemm:jit timed at 11.2, 11.5 and 14.0 ms in three
-    // processes). The contenders, within 15% of the fastest, get three more turns; the clear
-    // losers none.
-    for (int round = 0; round < 3; ++round) {
-        const double fastest = *std::min_element(best.begin(), best.end());
         for (size_t i = 0; i < trials.size(); ++i)
-            if (best[i] <= fastest * 1.15) turn(i);
-    }
+            for (int r = 0; r < repeats[i]; ++r) best[i] = std::min(best[i], trials[i].seconds(buffers));
     return best;
 }
 
