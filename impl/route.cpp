@@ -244,8 +244,9 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
         // Within 3% the difference is noise: a near tie goes to the preferred candidate. The
         // route the problem's twin with (or without) a bias took counts as a tie within 10%, so
         // that a bias costs what it adds to one route rather than the noise between two (bench:
-        // bias/no-bias 1.06-1.45 on routes within 5% of each other; unet.up1 f32 1.06-1.11 on
-        // two routes timed at 11.2 and 11.5 ms here, 10 and 12 ms in the bench's cold calls).
+        // bias/no-bias 1.06-1.45 on routes within 5% of each other; unet.up1 f32: two routes
+        // timed here at 11.2 and 11.5 ms, in the bench's cold calls 10 and 12 ms, and the bias
+        // and no-bias handles took either).
         std::vector<const Plan *> timed;
         for (size_t i : usable) timed.push_back(plans[i].get());
         const std::vector<double> seconds = seconds_per_call(problem, timed);
