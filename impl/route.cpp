@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <cpuid.h>
 #include <deque>
 #include <immintrin.h>
 #include <map>
@@ -92,8 +93,12 @@ using CallerBuffers = std::array<std::vector<char>, kMaxRoles>;
 __attribute__((target("clflushopt"))) void evict_lines(const char *p, size_t bytes) {
     for (size_t i = 0; i < bytes; i += 64) _mm_clflushopt(const_cast<char *>(p + i));
 }
+bool has_clflushopt() { // CPUID leaf 7, EBX bit 23 (clang 14 has no "clflushopt" for __builtin_cpu_supports)
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23));
+}
 void evict(const void *p, size_t bytes) {
-    static const bool optimized = __builtin_cpu_supports("clflushopt");
+    static const bool optimized = has_clflushopt();
     const char *from = static_cast<const char *>(p);
     if (optimized)
         evict_lines(from, bytes);
