@@ -3,7 +3,7 @@
 #include "commit_kernels.hpp"
 
 #include <algorithm>
-#include <vector>
+#include <array>
 
 namespace libdeconv {
 namespace {
@@ -153,12 +153,17 @@ void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, c
     }
 }
 
-// Unblocked, and its elements fill [0, count) without gaps (any order of the dims).
+// Unblocked, and its elements fill [0, count) without gaps (any order of the dims). Allocates
+// nothing: a commit runs after other outputs of the call may have been written, and must not
+// fail then (tests/faults).
 bool dense_unblocked(const ChannelBlocked &d) {
     if (d.block != 1) return false;
-    std::vector<std::pair<int64_t, int64_t>> dims{{d.stride_n, d.batch}, {d.stride_block, d.channels}};
-    for (int i = 0; i < d.rank; ++i) dims.emplace_back(d.stride_spatial[i], d.spatial[i]);
-    std::sort(dims.begin(), dims.end());
+    // (stride, size) of every dim, by stride: unused entries are of size 1, which is skipped.
+    std::array<std::pair<int64_t, int64_t>, 5> dims{{{d.stride_n, d.batch}, {d.stride_block, d.channels},
+            {0, 1}, {0, 1}, {0, 1}}};
+    for (int i = 0; i < d.rank; ++i) dims[2 + i] = {d.stride_spatial[i], d.spatial[i]};
+    for (size_t i = 1; i < dims.size(); ++i) // insertion sort (std::sort of 5 trips GCC's -Warray-bounds)
+        for (size_t j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
     int64_t expected = 1;
     for (const auto &dim : dims) {
         if (dim.second == 1) continue;
