@@ -214,6 +214,11 @@ Decisions &decisions() {
     return *d;
 }
 
+std::mutex &measurement_mutex() {
+    static std::mutex *m = new std::mutex; // never destroyed, as decisions()
+    return *m;
+}
+
 std::shared_ptr<const Plan> build(const Problem &problem, Pass pass, Route route) {
     return std::make_shared<const Plan>(make_plan(problem, pass, route.compute, route.formulation, route.data_layout));
 }
@@ -248,6 +253,12 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
     if (candidates.size() == 1) return build(problem, pass, candidates.front());
     const std::vector<int64_t> key = decision_key(problem, pass);
     Route decided;
+    if (decisions().find(key, decided)) return build(problem, pass, decided);
+    // One measurement at a time in the process: candidates timed while another thread times its
+    // own share the cores and caches and decide by that; threads creating handles of one new
+    // problem at once wait for the first one's decision instead of each building every
+    // candidate.
+    std::lock_guard<std::mutex> measuring(measurement_mutex());
     if (decisions().find(key, decided)) return build(problem, pass, decided);
 
     std::vector<Route> routes;
@@ -292,7 +303,6 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
             if (seconds[k] <= (k == 0 ? best / 0.97 : best)) tie = k;
         chosen = usable[tie];
     }
-    // Threads that measured the same new problem at once all take the first decision stored.
     const Route route = decisions().remember(key, routes[chosen]);
     for (size_t i = 0; i < plans.size(); ++i)
         if (routes[i] == route) return plans[i];
