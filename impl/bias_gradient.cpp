@@ -1,6 +1,7 @@
 #include "bias_gradient.hpp"
 
 #include "bf16.hpp"
+#include "threads.hpp"
 
 #include <algorithm>
 
@@ -40,8 +41,7 @@ void partial_sums(const Spec &s, int64_t pixels, const T *dd, BiasGradientScratc
     const int64_t items = s.batch * runs * (first ? channels : 1);
     const bool parallel = s.batch * channels * pixels >= kParallelElems && w.threads > 1;
     team = 1;
-#pragma omp parallel num_threads(w.threads) if (parallel)
-    {
+    in_parallel(parallel, [&] {
         const int tid = omp_get_thread_num(), size = omp_get_num_threads();
         if (tid == 0) team = size;
         double *mine = w.partial.data() + tid * channels;
@@ -63,7 +63,7 @@ void partial_sums(const Spec &s, int64_t pixels, const T *dd, BiasGradientScratc
                 for (int64_t c = 0; c < channels; ++c) mine[c] += run[c];
             }
         }
-    }
+    }, w.threads);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "output_commit.hpp"
 
 #include "commit_kernels.hpp"
+#include "threads.hpp"
 
 #include <algorithm>
 #include <array>
@@ -51,8 +52,7 @@ template <typename F>
 void for_each_tile(int64_t batch, int64_t channels, int64_t block, int64_t pixels, int64_t first, bool streamed, F f) {
     const int64_t back = (kTile - first) % kTile;
     const int64_t blocks = (channels + block - 1) / block, tiles = (pixels + back + kTile - 1) / kTile;
-#pragma omp parallel if (batch * channels * pixels >= kParallelElements)
-    {
+    in_parallel(batch * channels * pixels >= kParallelElements, [&] {
 #pragma omp for collapse(3) schedule(static) nowait
         for (int64_t n = 0; n < batch; ++n)
             for (int64_t cb = 0; cb < blocks; ++cb)
@@ -61,7 +61,7 @@ void for_each_tile(int64_t batch, int64_t channels, int64_t block, int64_t pixel
                     f(n, cb, c0, std::min(block, channels - c0), p0, std::min(pixels, (t + 1) * kTile - back));
                 }
         end_streaming(streamed);
-    }
+    });
 }
 
 // Streamed: where every plane starts at the same place within a cache line, tiles start on the
@@ -134,8 +134,7 @@ void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, c
     stream &= (channels_last ? d.channels : pixels) * int64_t(sizeof(Out)) % 64 == 0;
     const int64_t runs_per_plane = channels_last ? 1 : (pixels + run - 1) / run;
     const int64_t planes = d.batch * (channels_last ? pixels : d.channels);
-#pragma omp parallel if (d.batch * d.channels * pixels >= kParallelElements)
-    {
+    in_parallel(d.batch * d.channels * pixels >= kParallelElements, [&] {
 #pragma omp for schedule(static) nowait
         for (int64_t job = 0; job < planes * runs_per_plane; ++job) {
             const int64_t plane = job / runs_per_plane, first = (job % runs_per_plane) * run;
@@ -150,7 +149,7 @@ void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, c
                 commit_run<false>(in + offset, out + offset, count, b, channels_last ? 1 : 0);
         }
         end_streaming(stream);
-    }
+    });
 }
 
 // Unblocked, and its elements fill [0, count) without gaps (any order of the dims). Allocates
@@ -215,8 +214,7 @@ void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bi
     if (!bias && same_layout(a, b) && dense_unblocked(a)) { // e.g. weight gradients: one flat array
         constexpr int64_t kChunk = 4096;
         const int64_t count = elements;
-#pragma omp parallel if (count >= kParallelElements)
-        {
+        in_parallel(count >= kParallelElements, [&] {
 #pragma omp for schedule(static) nowait
             for (int64_t first = 0; first < count; first += kChunk) {
                 if (add)
@@ -227,7 +225,7 @@ void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bi
                     commit_run<false>(in + first, out + first, std::min(kChunk, count - first), nullptr, 0);
             }
             end_streaming(stream);
-        }
+        });
         return;
     }
     // Before the ways out: an input commit reads the caller's buffer, which the bf16 gathers of
@@ -241,25 +239,27 @@ void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bi
         return commit_blocked_to_planes(transposed, in, out, bias, add, stream);
     const int64_t blocks = (a.channels + a.block - 1) / a.block;
     const int64_t s0 = a.spatial[0], s1 = a.spatial[1], s2 = a.spatial[2];
-#pragma omp parallel for collapse(2) schedule(static) if (a.batch * a.channels * s0 * s1 * s2 >= kParallelElements)
-    for (int64_t n = 0; n < a.batch; ++n) {
-        for (int64_t cb = 0; cb < blocks; ++cb) {
-            const int64_t c0 = cb * a.block, width = std::min(a.block, a.channels - c0);
-            for (int64_t i0 = 0; i0 < s0; ++i0)
-                for (int64_t i1 = 0; i1 < s1; ++i1)
-                    for (int64_t i2 = 0; i2 < s2; ++i2) {
-                        const int64_t from = n * a.stride_n + cb * a.stride_block + i0 * a.stride_spatial[0]
-                                + i1 * a.stride_spatial[1] + i2 * a.stride_spatial[2];
-                        const int64_t to = n * b.stride_n + c0 * b.stride_block + i0 * b.stride_spatial[0]
-                                + i1 * b.stride_spatial[1] + i2 * b.stride_spatial[2];
-                        for (int64_t k = 0; k < width; ++k) {
-                            const int64_t o = to + k * b.stride_block;
-                            const float v = load(in, from + k) + (bias ? bias[c0 + k] : 0.f);
-                            store(out, o, add ? load(out, o) + v : v);
+    in_parallel(a.batch * a.channels * s0 * s1 * s2 >= kParallelElements, [&] {
+#pragma omp for collapse(2) schedule(static) nowait
+        for (int64_t n = 0; n < a.batch; ++n) {
+            for (int64_t cb = 0; cb < blocks; ++cb) {
+                const int64_t c0 = cb * a.block, width = std::min(a.block, a.channels - c0);
+                for (int64_t i0 = 0; i0 < s0; ++i0)
+                    for (int64_t i1 = 0; i1 < s1; ++i1)
+                        for (int64_t i2 = 0; i2 < s2; ++i2) {
+                            const int64_t from = n * a.stride_n + cb * a.stride_block + i0 * a.stride_spatial[0]
+                                    + i1 * a.stride_spatial[1] + i2 * a.stride_spatial[2];
+                            const int64_t to = n * b.stride_n + c0 * b.stride_block + i0 * b.stride_spatial[0]
+                                    + i1 * b.stride_spatial[1] + i2 * b.stride_spatial[2];
+                            for (int64_t k = 0; k < width; ++k) {
+                                const int64_t o = to + k * b.stride_block;
+                                const float v = load(in, from + k) + (bias ? bias[c0 + k] : 0.f);
+                                store(out, o, add ? load(out, o) + v : v);
+                            }
                         }
-                    }
+            }
         }
-    }
+    });
 }
 
 } // namespace

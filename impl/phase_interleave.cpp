@@ -1,6 +1,7 @@
 #include "phase_interleave.hpp"
 
 #include "commit_kernels.hpp"
+#include "threads.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -34,30 +35,31 @@ template <typename F>
 void for_each_row_tile(const PhaseSplit &s, int64_t rows, int64_t width, bool parallel, bool streamed, F f) {
     constexpr int64_t kTile = 128;
     const int64_t tiles = (width + kTile - 1) / kTile;
-#pragma omp parallel if (parallel)
-    {
+    in_parallel(parallel, [&] {
 #pragma omp for collapse(3) schedule(static) nowait
         for (int64_t n = 0; n < s.batch; ++n)
             for (int64_t row = 0; row < rows; ++row)
                 for (int64_t t = 0; t < tiles; ++t) f(n, row, t * kTile, std::min(width, (t + 1) * kTile));
         end_streaming(streamed);
-    }
+    });
 }
 
 template <typename T>
 void split_typed(const PhaseSplit &s, const T *weights, T *conv) {
     const int64_t kernel_taps = product(s.kernel, s.rank), icg = s.in_per_group, ocg = s.out_per_group;
     const int64_t rows = s.groups * s.phases * ocg;
-#pragma omp parallel for schedule(static) if (rows * icg * s.taps >= (int64_t(1) << 16))
-    for (int64_t row = 0; row < rows; ++row) { // (g, phase, oc)
-        const int64_t g = row / (s.phases * ocg), phase = row / ocg % s.phases, oc = row % ocg;
-        const int64_t *taps = s.tap_of.data() + phase * s.taps;
-        T *to = conv + row * icg * s.taps;
-        for (int64_t ic = 0; ic < icg; ++ic) {
-            const T *from = weights + ((g * icg + ic) * ocg + oc) * kernel_taps;
-            for (int64_t j = 0; j < s.taps; ++j) to[ic * s.taps + j] = taps[j] < 0 ? T(0) : from[taps[j]];
+    in_parallel(rows * icg * s.taps >= (int64_t(1) << 16), [&] {
+#pragma omp for schedule(static) nowait
+        for (int64_t row = 0; row < rows; ++row) { // (g, phase, oc)
+            const int64_t g = row / (s.phases * ocg), phase = row / ocg % s.phases, oc = row % ocg;
+            const int64_t *taps = s.tap_of.data() + phase * s.taps;
+            T *to = conv + row * icg * s.taps;
+            for (int64_t ic = 0; ic < icg; ++ic) {
+                const T *from = weights + ((g * icg + ic) * ocg + oc) * kernel_taps;
+                for (int64_t j = 0; j < s.taps; ++j) to[ic * s.taps + j] = taps[j] < 0 ? T(0) : from[taps[j]];
+            }
         }
-    }
+    });
 }
 
 // Stream: non-temporal stores where the commit writes runs of the caller's buffer (channels-last
@@ -75,37 +77,38 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
         // Channels-first convolution output: every value gathered, along the pixels of a row
         // (channels-first caller) or along the channels of a pixel (channels-last caller).
         const bool indexed = !s.last_index.empty();
-#pragma omp parallel for collapse(2) schedule(static) if (parallel)
-        for (int64_t n = 0; n < s.batch; ++n)
-            for (int64_t row = 0; row < rows; ++row) {
-                const In *from = conv + n * conv_image + row_offset(s, row);
-                Out *to = user + n * user_image + row * width * (s.user_channels_last ? channels : 1);
-                for (int64_t g = 0; g < s.groups; ++g) {
-                    const In *group = from + g * group_step;
-                    if (indexed && s.user_channels_last) {
-                        for (int64_t o = 0; o < width; ++o)
-                            commit_gathered<Add>(group + last[o], s.channel_index.data(), to + o * channels + g * ocg,
-                                    ocg, nullptr, 1);
-                    } else if (indexed) {
-                        for (int64_t k = 0; k < ocg; ++k)
-                            commit_gathered<Add>(group + k * s.channel_stride, s.last_index.data(),
-                                    to + (g * ocg + k) * out_pixels, width, nullptr, 0);
-                    } else { // offsets past 32 bits
-                        for (int64_t k = 0; k < ocg; ++k)
-                            for (int64_t o = 0; o < width; ++o) {
-                                const float v = load(group, k * s.channel_stride + last[o]);
-                                const int64_t c = g * ocg + k, at = s.user_channels_last ? o * channels + c : c * out_pixels + o;
-                                store(to, at, Add ? load(to, at) + v : v);
-                            }
+        in_parallel(parallel, [&] {
+#pragma omp for collapse(2) schedule(static) nowait
+            for (int64_t n = 0; n < s.batch; ++n)
+                for (int64_t row = 0; row < rows; ++row) {
+                    const In *from = conv + n * conv_image + row_offset(s, row);
+                    Out *to = user + n * user_image + row * width * (s.user_channels_last ? channels : 1);
+                    for (int64_t g = 0; g < s.groups; ++g) {
+                        const In *group = from + g * group_step;
+                        if (indexed && s.user_channels_last) {
+                            for (int64_t o = 0; o < width; ++o)
+                                commit_gathered<Add>(group + last[o], s.channel_index.data(), to + o * channels + g * ocg,
+                                        ocg, nullptr, 1);
+                        } else if (indexed) {
+                            for (int64_t k = 0; k < ocg; ++k)
+                                commit_gathered<Add>(group + k * s.channel_stride, s.last_index.data(),
+                                        to + (g * ocg + k) * out_pixels, width, nullptr, 0);
+                        } else { // offsets past 32 bits
+                            for (int64_t k = 0; k < ocg; ++k)
+                                for (int64_t o = 0; o < width; ++o) {
+                                    const float v = load(group, k * s.channel_stride + last[o]);
+                                    const int64_t c = g * ocg + k, at = s.user_channels_last ? o * channels + c : c * out_pixels + o;
+                                    store(to, at, Add ? load(to, at) + v : v);
+                                }
+                        }
                     }
                 }
-            }
+        });
         return;
     }
     if (s.user_channels_last) {
         // Every output pixel: one run of out_per_group contiguous channels per group.
-#pragma omp parallel if (parallel)
-        {
+        in_parallel(parallel, [&] {
 #pragma omp for collapse(2) schedule(static) nowait
             for (int64_t n = 0; n < s.batch; ++n)
                 for (int64_t row = 0; row < rows; ++row) {
@@ -117,7 +120,7 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
                                     to + o * channels + g * ocg, ocg, nullptr, 1);
                 }
             end_streaming(Stream);
-        }
+        });
         return;
     }
     // Channels-first: rows of the last dim in tiles of pixels, transposed from pixel-major.
@@ -150,37 +153,41 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
     const int64_t ocg = s.out_per_group, group_step = s.phases * ocg;
     const bool parallel = s.batch * user_image >= kParallelElements;
     // Zeros where the convolution's value is no output position (the padding cut it off).
-#pragma omp parallel for collapse(2) schedule(static) if (parallel)
-    for (int64_t n = 0; n < s.batch; ++n)
-        for (int64_t u = 0; u < conv_pixels; ++u) {
-            int64_t at[3] = {0, 0, 0};
-            for (int64_t d = r - 1, rest = u; d >= 0; --d) {
-                at[d] = rest % s.conv_out[d];
-                rest /= s.conv_out[d];
-            }
-            for (int64_t phase = 0; phase < s.phases; ++phase) {
-                bool used = true;
-                for (int64_t d = r - 1, rest = phase; d >= 0; --d) {
-                    used &= s.used[d][at[d] * s.stride[d] + rest % s.stride[d]] != 0;
-                    rest /= s.stride[d];
+    in_parallel(parallel, [&] {
+#pragma omp for collapse(2) schedule(static) nowait
+        for (int64_t n = 0; n < s.batch; ++n)
+            for (int64_t u = 0; u < conv_pixels; ++u) {
+                int64_t at[3] = {0, 0, 0};
+                for (int64_t d = r - 1, rest = u; d >= 0; --d) {
+                    at[d] = rest % s.conv_out[d];
+                    rest /= s.conv_out[d];
                 }
-                if (used) continue;
-                Out *zeros = conv + n * conv_image + u * conv_channels + phase * ocg;
-                for (int64_t g = 0; g < s.groups; ++g) std::fill_n(zeros + g * group_step, ocg, Out(0));
+                for (int64_t phase = 0; phase < s.phases; ++phase) {
+                    bool used = true;
+                    for (int64_t d = r - 1, rest = phase; d >= 0; --d) {
+                        used &= s.used[d][at[d] * s.stride[d] + rest % s.stride[d]] != 0;
+                        rest /= s.stride[d];
+                    }
+                    if (used) continue;
+                    Out *zeros = conv + n * conv_image + u * conv_channels + phase * ocg;
+                    for (int64_t g = 0; g < s.groups; ++g) std::fill_n(zeros + g * group_step, ocg, Out(0));
+                }
             }
-        }
+    });
     const int64_t width = s.out[r - 1], rows = out_pixels / width;
     const int64_t *last = s.offset[r - 1].data();
     if (s.user_channels_last) {
-#pragma omp parallel for collapse(2) schedule(static) if (parallel)
-        for (int64_t n = 0; n < s.batch; ++n)
-            for (int64_t row = 0; row < rows; ++row) {
-                const In *from = dd + n * user_image + row * width * channels;
-                Out *to = conv + n * conv_image + row_offset(s, row);
-                for (int64_t o = 0; o < width; ++o)
-                    for (int64_t g = 0; g < s.groups; ++g)
-                        commit_run<false>(from + o * channels + g * ocg, to + last[o] + g * group_step, ocg, nullptr, 0);
-            }
+        in_parallel(parallel, [&] {
+#pragma omp for collapse(2) schedule(static) nowait
+            for (int64_t n = 0; n < s.batch; ++n)
+                for (int64_t row = 0; row < rows; ++row) {
+                    const In *from = dd + n * user_image + row * width * channels;
+                    Out *to = conv + n * conv_image + row_offset(s, row);
+                    for (int64_t o = 0; o < width; ++o)
+                        for (int64_t g = 0; g < s.groups; ++g)
+                            commit_run<false>(from + o * channels + g * ocg, to + last[o] + g * group_step, ocg, nullptr, 0);
+                }
+        });
         return;
     }
     for_each_row_tile(s, rows, width, parallel, false, [&](int64_t n, int64_t row, int64_t p0, int64_t p1) {
@@ -203,18 +210,20 @@ template <typename Out>
 void merge_weight_gradient_typed(const PhaseSplit &s, const float *conv, Out *user, bool add) {
     const int64_t kernel_taps = product(s.kernel, s.rank), icg = s.in_per_group, ocg = s.out_per_group;
     const int64_t group_step = s.phases * ocg * icg * s.taps;
-#pragma omp parallel for schedule(static) if (s.groups * icg * ocg * kernel_taps >= kParallelElements)
-    for (int64_t row = 0; row < s.groups * icg; ++row) { // (g, ic): the caller's layout
-        const int64_t g = row / icg, ic = row % icg;
-        const float *from = conv + g * group_step + ic * s.taps;
-        Out *to = user + row * ocg * kernel_taps;
-        for (int64_t oc = 0; oc < ocg; ++oc)
-            for (int64_t t = 0; t < kernel_taps; ++t) {
-                const float v = from[oc * icg * s.taps + s.conv_tap_of[t]];
-                const int64_t at = oc * kernel_taps + t;
-                store(to, at, add ? load(to, at) + v : v);
-            }
-    }
+    in_parallel(s.groups * icg * ocg * kernel_taps >= kParallelElements, [&] {
+#pragma omp for schedule(static) nowait
+        for (int64_t row = 0; row < s.groups * icg; ++row) { // (g, ic): the caller's layout
+            const int64_t g = row / icg, ic = row % icg;
+            const float *from = conv + g * group_step + ic * s.taps;
+            Out *to = user + row * ocg * kernel_taps;
+            for (int64_t oc = 0; oc < ocg; ++oc)
+                for (int64_t t = 0; t < kernel_taps; ++t) {
+                    const float v = from[oc * icg * s.taps + s.conv_tap_of[t]];
+                    const int64_t at = oc * kernel_taps + t;
+                    store(to, at, add ? load(to, at) + v : v);
+                }
+        }
+    });
 }
 
 template <typename In, typename Out>

@@ -1,6 +1,10 @@
 #include "threads.hpp"
 
+#include "error.hpp"
+
 #include <omp.h>
+
+#include <string>
 
 namespace libdeconv {
 
@@ -9,6 +13,16 @@ bool runs_single_threaded(const Problem &problem) {
     // and a pass has up to five regions (reorders, kernel, output commit).
     constexpr double kMaxFlops = 2.5e5;
     return problem.flops() <= kMaxFlops;
+}
+
+void refuse_inside_callers_region(bool single_threaded, const char *function) {
+    if (single_threaded || !omp_in_parallel()) return;
+    throw Error(Status::unsupported,
+            std::string(function) + " was called inside an OpenMP parallel region (omp_in_parallel() is true), where "
+                    "oneDNN 2.6 runs this problem's kernels on one thread although they were built for " +
+                    std::to_string(omp_get_max_threads()) +
+                    " and would compute wrong results or hang; call it outside parallel regions (from std::thread "
+                    "or pthread workers, for instance)");
 }
 
 SingleThreaded::SingleThreaded(bool active) {
