@@ -9,6 +9,9 @@
  * - Buffers are dense, in the handle's layout and data type (bf16 as raw 16-bit words).
  * - Spatial arrays (in_size, kernel, ...) use their first `rank` entries, outermost first:
  *   w (1D), h,w (2D), d,h,w (3D).
+ * - Any thread may call; inside an OpenMP parallel region of the caller only problems small
+ *   enough for one thread run (else DECONV_UNSUPPORTED: oneDNN 2.6 cannot run there kernels
+ *   built for more threads).
  */
 #ifndef DECONV_H
 #define DECONV_H
