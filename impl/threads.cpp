@@ -19,10 +19,9 @@ void refuse_inside_callers_region(bool single_threaded, const char *function) {
     if (single_threaded || !omp_in_parallel()) return;
     throw Error(Status::unsupported,
             std::string(function) + " was called inside an OpenMP parallel region (omp_in_parallel() is true), where "
-                    "oneDNN 2.6 runs this problem's kernels on one thread although they were built for " +
-                    std::to_string(omp_get_max_threads()) +
-                    " and would compute wrong results or hang; call it outside parallel regions (from std::thread "
-                    "or pthread workers, for instance)");
+                    "oneDNN 2.6 runs this problem's kernels, built for several threads, on one: they would compute "
+                    "wrong results or hang. Only problems the library runs on one thread (about 2.5e5 FLOPs) work "
+                    "there; call it outside parallel regions (from std::thread or pthread workers, for instance)");
 }
 
 SingleThreaded::SingleThreaded(bool active) {
