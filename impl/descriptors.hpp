@@ -48,10 +48,11 @@ struct Role {
     // The subpixel formulation's (phase_interleave.hpp). An input is rearranged by `split` into
     // a staged copy (conversion.user is its layout), converted from there as any input. An
     // output is moved into the caller's buffer by `merge`: from the internal copy, or with
-    // `staged` from the internal copy reordered into the staged one (conversion.user).
+    // `staged` from the internal copy reordered into the staged one (conversion.user); with the
+    // plan's f32 commit bias (a role of arg 0), or nullptr.
     std::shared_ptr<const PhaseSplit> phases;
     void (*split)(const PhaseSplit &, const void *user, void *staged) = nullptr;
-    void (*merge)(const PhaseSplit &, const void *result, void *user, bool add) = nullptr;
+    void (*merge)(const PhaseSplit &, const void *result, void *user, const float *bias, bool add) = nullptr;
     bool staged = false;
     size_t staged_offset = 0;
 };

@@ -176,7 +176,7 @@ void execute(const Plan &plan, const Tensors &tensors) {
                 result = workspace + r.staged_offset;
             }
             stream.wait();
-            r.merge(*r.phases, result, const_cast<void *>(t.user), t.req == Req::add);
+            r.merge(*r.phases, result, const_cast<void *>(t.user), commit_bias, t.req == Req::add);
             continue;
         }
         const bool written = in_place(plan, r, t);

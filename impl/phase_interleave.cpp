@@ -65,7 +65,7 @@ void split_typed(const PhaseSplit &s, const T *weights, T *conv) {
 // Stream: non-temporal stores where the commit writes runs of the caller's buffer (channels-last
 // convolution output); the gathers of channels-first output store plainly.
 template <bool Add, bool Stream, typename In, typename Out>
-void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
+void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *bias) {
     const int r = s.rank;
     const int64_t out_pixels = product(s.out, r), channels = s.groups * s.out_per_group;
     const int64_t conv_image = s.conv_channels() * product(s.conv_out, r), user_image = channels * out_pixels;
@@ -88,16 +88,16 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
                         if (indexed && s.user_channels_last) {
                             for (int64_t o = 0; o < width; ++o)
                                 commit_gathered<Add>(group + last[o], s.channel_index.data(), to + o * channels + g * ocg,
-                                        ocg, nullptr, 1);
+                                        ocg, bias ? bias + g * ocg : nullptr, 1);
                         } else if (indexed) {
                             for (int64_t k = 0; k < ocg; ++k)
                                 commit_gathered<Add>(group + k * s.channel_stride, s.last_index.data(),
-                                        to + (g * ocg + k) * out_pixels, width, nullptr, 0);
+                                        to + (g * ocg + k) * out_pixels, width, bias ? bias + g * ocg + k : nullptr, 0);
                         } else { // offsets past 32 bits
                             for (int64_t k = 0; k < ocg; ++k)
                                 for (int64_t o = 0; o < width; ++o) {
-                                    const float v = load(group, k * s.channel_stride + last[o]);
                                     const int64_t c = g * ocg + k, at = s.user_channels_last ? o * channels + c : c * out_pixels + o;
+                                    const float v = load(group, k * s.channel_stride + last[o]) + (bias ? bias[c] : 0.f);
                                     store(to, at, Add ? load(to, at) + v : v);
                                 }
                         }
@@ -117,7 +117,7 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
                     for (int64_t o = 0; o < width; ++o)
                         for (int64_t g = 0; g < s.groups; ++g)
                             commit_run<Add, Stream>(from + last[o] + g * group_step,
-                                    to + o * channels + g * ocg, ocg, nullptr, 1);
+                                    to + o * channels + g * ocg, ocg, bias ? bias + g * ocg : nullptr, 1);
                 }
             end_streaming(Stream);
         });
@@ -131,12 +131,12 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user) {
             Out *planes = user + n * user_image + g * ocg * out_pixels + row * width;
             if (has_avx512()) {
                 commit_tile_avx512<Add, Stream>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels,
-                        0, ocg, nullptr, p0, p1);
+                        0, ocg, bias ? bias + g * ocg : nullptr, p0, p1);
                 continue;
             }
             for (int64_t k = 0; k < ocg; ++k)
                 for (int64_t p = p0; p < p1; ++p) {
-                    const float v = load(group, last[p] + k);
+                    const float v = load(group, last[p] + k) + (bias ? bias[g * ocg + k] : 0.f);
                     Out *o = planes + k * out_pixels;
                     store(o, p, Add ? load(o, p) + v : v);
                 }
@@ -227,7 +227,7 @@ void merge_weight_gradient_typed(const PhaseSplit &s, const float *conv, Out *us
 }
 
 template <typename In, typename Out>
-void commit_dispatch(const PhaseSplit &s, const void *conv, void *user, bool add) {
+void commit_dispatch(const PhaseSplit &s, const void *conv, void *user, const float *bias, bool add) {
     const int64_t elements = s.batch * s.groups * s.out_per_group * product(s.out, s.rank);
     // Streamed only where every row (channels-first) or run of a group's channels (channels-last)
     // starts at the same place within a cache line, as in output_commit.cpp.
@@ -235,11 +235,11 @@ void commit_dispatch(const PhaseSplit &s, const void *conv, void *user, bool add
     const int64_t step = s.user_channels_last ? s.groups * s.out_per_group : run;
     const bool uniform = (run * int64_t(sizeof(Out))) % 64 == 0 && (step * int64_t(sizeof(Out))) % 64 == 0;
     if (add)
-        commit_typed<true, false>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
+        commit_typed<true, false>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);
     else if (uniform && s.conv_channels_last && worth_streaming(elements * int64_t(sizeof(Out))))
-        commit_typed<false, true>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
+        commit_typed<false, true>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);
     else
-        commit_typed<false, false>(s, static_cast<const In *>(conv), static_cast<Out *>(user));
+        commit_typed<false, false>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);
 }
 
 } // namespace
@@ -354,7 +354,7 @@ void split_output_gradient(const PhaseSplit &s, const void *dd, void *conv) {
         split_gradient_typed(s, static_cast<const uint16_t *>(dd), static_cast<uint16_t *>(conv));
 }
 
-void merge_weight_gradient(const PhaseSplit &s, const void *conv, void *user, bool add) {
+void merge_weight_gradient(const PhaseSplit &s, const void *conv, void *user, const float *, bool add) {
     if (s.weights_type == dt::f32)
         merge_weight_gradient_typed(s, static_cast<const float *>(conv), static_cast<float *>(user), add);
     else
@@ -369,16 +369,16 @@ void split_bias(const PhaseSplit &s, const void *bias, void *conv) {
         for (int64_t phase = 0; phase < s.phases; ++phase, to += run) std::memcpy(to, from + g * run, run);
 }
 
-void commit_phases(const PhaseSplit &s, const void *conv, void *user, bool add) {
+void commit_phases(const PhaseSplit &s, const void *conv, void *user, const float *bias, bool add) {
     const bool in_f32 = s.conv_type == dt::f32, out_f32 = s.user_type == dt::f32;
     if (in_f32 && out_f32)
-        commit_dispatch<float, float>(s, conv, user, add);
+        commit_dispatch<float, float>(s, conv, user, bias, add);
     else if (in_f32)
-        commit_dispatch<float, uint16_t>(s, conv, user, add);
+        commit_dispatch<float, uint16_t>(s, conv, user, bias, add);
     else if (out_f32)
-        commit_dispatch<uint16_t, float>(s, conv, user, add);
+        commit_dispatch<uint16_t, float>(s, conv, user, bias, add);
     else
-        commit_dispatch<uint16_t, uint16_t>(s, conv, user, add);
+        commit_dispatch<uint16_t, uint16_t>(s, conv, user, bias, add);
 }
 
 } // namespace libdeconv

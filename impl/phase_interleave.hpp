@@ -9,7 +9,7 @@
 // (for o + p: the position in the output before the padding is cut off).
 // Its weights and bias are the caller's, rearranged (split_weights, split_bias); its output,
 // channels-last or channels-first, is interleaved back into the caller's buffer, with an add
-// request on the way (commit_phases).
+// request (and in f32 the bias) on the way (commit_phases).
 #pragma once
 
 #include "problem.hpp"
@@ -69,14 +69,17 @@ void split_weights(const PhaseSplit &split, const void *weights, void *conv_weig
 // The caller's bias (G * OCg) as the convolution's: each group's repeated for every phase.
 void split_bias(const PhaseSplit &split, const void *bias, void *conv_bias);
 
-// user (=|+=) the convolution's output (conv_type), interleaved (the convolution added the bias).
-void commit_phases(const PhaseSplit &split, const void *conv_output, void *user, bool add);
+// user (=|+=) the convolution's output (conv_type), interleaved, + bias[channel] (f32, one per
+// caller channel) unless bias is nullptr (no bias, or the convolution added it).
+void commit_phases(const PhaseSplit &split, const void *conv_output, void *user, const float *bias, bool add);
 
 // The backward-weights pass through the same convolution (channels-last only): the caller's
 // diff_dst as the convolution's (conv_type, zeros where no output position is), and the
 // convolution's weight gradient (plain f32, the layout of split_weights) back to the caller's
 // (=|+=).
 void split_output_gradient(const PhaseSplit &split, const void *diff_dst, void *conv_diff_dst);
-void merge_weight_gradient(const PhaseSplit &split, const void *conv_diff_weights, void *diff_weights, bool add);
+// (`no_bias`: a weight gradient has none; the parameter makes it a Role::merge.)
+void merge_weight_gradient(const PhaseSplit &split, const void *conv_diff_weights, void *diff_weights,
+        const float *no_bias, bool add);
 
 } // namespace libdeconv

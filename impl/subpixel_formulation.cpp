@@ -77,10 +77,14 @@ void make_forward(Plan &plan, const Problem &p, dt type, bool channels_first) {
     // implementation: its 2.6 iterator crashes stepping over such descriptors.
     const memory::desc conv_src = channels_first ? plain_desc(c.src, type, false) : memory::desc(c.src, type, tag::any);
     const memory::desc conv_dst = plain_desc(c.dst, type, !channels_first);
-    // The bias in the convolution's own epilogue, on its f32 sums: one rounding in bf16, and
-    // no work in the commit (fcn8s.upscore8 bf16: +9% added there, +1% here).
+    // A bf16 convolution adds the bias in its epilogue, on its f32 sums: one rounding, and no
+    // work in the commit (fcn8s.upscore8 bf16: +9% added there, +1% here). An f32 one leaves it
+    // to the commit, the same f32 add on a pass over the output anyway (unet.up1 f32:
+    // brgconv_1x1's epilogue made the call 9-15% slower).
+    const bool bias_in_commit = spec.bias && type == dt::f32;
     const memory::dims bias_dims{s.conv_channels()};
-    const memory::desc conv_bias = spec.bias ? memory::desc(bias_dims, dt::f32, tag::a) : memory::desc();
+    const memory::desc conv_bias =
+            spec.bias && !bias_in_commit ? memory::desc(bias_dims, dt::f32, tag::a) : memory::desc();
     auto chosen = choose_implementation<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
             Pass::forward, spec, [&] {
                 dnnl::convolution_forward::desc d(kind, dnnl::algorithm::convolution_direct, conv_src,
@@ -95,7 +99,11 @@ void make_forward(Plan &plan, const Problem &p, dt type, bool channels_first) {
     add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, conv_weights_desc(s, s.weights_type), pd.weights_desc());
     plan.roles[role::fwd_weights].phases = split;
     plan.roles[role::fwd_weights].split = split_weights;
-    if (spec.bias) {
+    if (bias_in_commit) { // the caller's, as f32: arg 0 makes it the commit's (execution.cpp)
+        const memory::dims channels{spec.out_channels};
+        add_role(plan, role::fwd_bias, 0, false, memory::desc(channels, s.user_type, tag::a),
+                memory::desc(channels, dt::f32, tag::a));
+    } else if (spec.bias) {
         add_role(plan, role::fwd_bias, DNNL_ARG_BIAS, false, memory::desc(bias_dims, s.user_type, tag::a), conv_bias);
         plan.roles[role::fwd_bias].phases = split;
         plan.roles[role::fwd_bias].split = split_bias;
