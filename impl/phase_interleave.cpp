@@ -87,17 +87,20 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
                         const In *group = from + g * group_step;
                         if (indexed && s.user_channels_last) {
                             for (int64_t o = 0; o < width; ++o)
-                                commit_gathered<Add>(group + last[o], s.channel_index.data(), to + o * channels + g * ocg,
-                                        ocg, bias ? bias + g * ocg : nullptr, 1);
+                                commit_gathered<Add>(group + last[o], s.channel_index.data(),
+                                        to + o * channels + g * ocg, ocg, bias ? bias + g * ocg : nullptr, 1);
                         } else if (indexed) {
                             for (int64_t k = 0; k < ocg; ++k)
                                 commit_gathered<Add>(group + k * s.channel_stride, s.last_index.data(),
-                                        to + (g * ocg + k) * out_pixels, width, bias ? bias + g * ocg + k : nullptr, 0);
+                                        to + (g * ocg + k) * out_pixels, width,
+                                        bias ? bias + g * ocg + k : nullptr, 0);
                         } else { // offsets past 32 bits
                             for (int64_t k = 0; k < ocg; ++k)
                                 for (int64_t o = 0; o < width; ++o) {
-                                    const int64_t c = g * ocg + k, at = s.user_channels_last ? o * channels + c : c * out_pixels + o;
-                                    const float v = load(group, k * s.channel_stride + last[o]) + (bias ? bias[c] : 0.f);
+                                    const int64_t c = g * ocg + k;
+                                    const int64_t at = s.user_channels_last ? o * channels + c : c * out_pixels + o;
+                                    const float v =
+                                            load(group, k * s.channel_stride + last[o]) + (bias ? bias[c] : 0.f);
                                     store(to, at, Add ? load(to, at) + v : v);
                                 }
                         }
@@ -185,7 +188,8 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
                     Out *to = conv + n * conv_image + row_offset(s, row);
                     for (int64_t o = 0; o < width; ++o)
                         for (int64_t g = 0; g < s.groups; ++g)
-                            commit_run<false>(from + o * channels + g * ocg, to + last[o] + g * group_step, ocg, nullptr, 0);
+                            commit_run<false>(from + o * channels + g * ocg, to + last[o] + g * group_step, ocg,
+                                    nullptr, 0);
                 }
         });
         return;
