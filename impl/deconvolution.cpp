@@ -29,7 +29,7 @@ Deconvolution::Deconvolution(const Spec &spec) : problem_(spec) {
     if (spec.dtype == DataType::bf16 && !cpu_has_bf16())
         throw Error(Status::unsupported, "dtype = DECONV_BF16 needs a CPU with AVX-512 (oneDNN's effective ISA here "
                                          "has none); use DECONV_F32");
-    refuse_inside_callers_region(runs_single_threaded(problem_), "deconv_create");
+    refuse_inside_callers_region(problem_, "deconv_create");
     plans_[0] = cached_plan(problem_, Pass::forward);
     if (spec.mode == Mode::training) {
         plans_[1] = cached_plan(problem_, Pass::backward_data);
@@ -48,7 +48,7 @@ void Deconvolution::set_weights(const void *weights, const void *bias) {
         require(bias, "bias", "the problem has a bias (no_bias = 0)");
     else if (bias)
         fail_invalid("bias is not NULL but the problem has no bias (no_bias = 1)");
-    refuse_inside_callers_region(plans_[0]->single_threaded, "deconv_set_weights");
+    refuse_inside_callers_region(problem_, "deconv_set_weights");
     auto packed = pack_weights(*plans_[0], weights, bias);
     std::lock_guard<std::mutex> lock(packed_mutex_);
     packed_ = std::move(packed);
@@ -70,7 +70,7 @@ void Deconvolution::forward(const void *src, const void *weights, const void *bi
     require(src, "src", "deconv_forward needs the input");
     if (req == Req::null) return;
     require(dst, "dst", "a write or add request needs the output buffer");
-    refuse_inside_callers_region(plans_[0]->single_threaded, "deconv_forward");
+    refuse_inside_callers_region(problem_, "deconv_forward");
 
     Tensors t;
     t[role::fwd_src].user = src;
@@ -99,7 +99,7 @@ void Deconvolution::backward(const void *src, const void *weights, const void *d
         require(diff_weights, "diff_weights", "req_weights is not DECONV_REQ_NULL");
     }
     if (req_bias != Req::null) require(diff_bias, "diff_bias", "req_bias is not DECONV_REQ_NULL");
-    refuse_inside_callers_region(plans_[1]->single_threaded && plans_[2]->single_threaded, "deconv_backward");
+    refuse_inside_callers_region(problem_, "deconv_backward");
 
     if (req_src != Req::null && req_weights != Req::null) prepare({plans_[1].get(), plans_[2].get()});
     // Reserved before any output is written.

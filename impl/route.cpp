@@ -177,17 +177,15 @@ public:
         route = it->second;
         return true;
     }
-    // The decision stored for `key`: `route` unless another thread decided first.
-    Route remember(const std::vector<int64_t> &key, Route route) {
+    // Called under measurement_mutex() after find() failed: no other thread decides `key`.
+    void remember(const std::vector<int64_t> &key, Route route) {
         std::lock_guard<std::mutex> lock(mutex_);
-        auto inserted = map_.emplace(key, route);
-        if (!inserted.second) return inserted.first->second;
+        if (!map_.emplace(key, route).second) return;
         order_.push_back(key);
         if (order_.size() > kCapacity) {
             map_.erase(order_.front());
             order_.pop_front();
         }
-        return route;
     }
 
 private:
@@ -303,10 +301,8 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
             if (seconds[k] <= (k == 0 ? best / 0.97 : best)) tie = k;
         chosen = usable[tie];
     }
-    const Route route = decisions().remember(key, routes[chosen]);
-    for (size_t i = 0; i < plans.size(); ++i)
-        if (routes[i] == route) return plans[i];
-    return build(problem, pass, route);
+    decisions().remember(key, routes[chosen]);
+    return plans[chosen];
 }
 
 } // namespace

@@ -15,8 +15,8 @@ bool runs_single_threaded(const Problem &problem) {
     return problem.flops() <= kMaxFlops;
 }
 
-void refuse_inside_callers_region(bool single_threaded, const char *function) {
-    if (single_threaded || !omp_in_parallel()) return;
+void refuse_inside_callers_region(const Problem &problem, const char *function) {
+    if (!omp_in_parallel() || runs_single_threaded(problem)) return;
     throw Error(Status::unsupported,
             std::string(function) + " was called inside an OpenMP parallel region (omp_in_parallel() is true), where "
                     "oneDNN 2.6 runs this problem's kernels, built for several threads, on one: they would compute "

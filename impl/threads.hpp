@@ -14,10 +14,10 @@ namespace libdeconv {
 bool runs_single_threaded(const Problem &problem);
 
 // Throws Error(unsupported) naming `function` when called inside an OpenMP parallel region of
-// the caller, unless the work is `single_threaded`: oneDNN 2.6 runs a primitive there on one
+// the caller, unless the problem runs single-threaded: oneDNN 2.6 runs a primitive there on one
 // thread whatever count it was built for, and a kernel that split its work for two then
 // computes part of it (a weight gradient half written) or waits for a thread that never comes.
-void refuse_inside_callers_region(bool single_threaded, const char *function);
+void refuse_inside_callers_region(const Problem &problem, const char *function);
 
 // Limits the calling thread's OpenMP regions to one thread while alive (when `active`).
 class SingleThreaded {
