@@ -249,6 +249,9 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     if (deconvolution && compute == DataType::bf16 && g.strides.back() > 32)
         throw Error(Status::unsupported, "bf16 kernels of oneDNN 2.6 crash for an innermost stride above 32 (stride = "
                 + std::to_string(g.strides.back()) + ")");
+    if (deconvolution && data_layout == DataLayout::channels_last && too_wide_for_brgconv(p.spec()))
+        throw Error(Status::unsupported, "oneDNN 2.6's brgconv kernels, which channels-last data would get, take "
+                                         "memory per position of the innermost dim when they are built");
     if (formulation == Formulation::matrix_product && !is_matrix_product(p))
         throw Error(Status::unsupported, "the problem is not a matrix product");
     if (subpixel && (pass == Pass::backward_data || !is_subpixel_candidate(p)))

@@ -28,12 +28,14 @@ bool known_defective(const std::string &impl, Pass pass, const Spec &spec) {
     // the innermost spatial dim when they are built: 1D backward data in f32 took 0.3 s and 590
     // MB at a width of 2^18, 1.8 s and 2.2 GB at 2^20, and in bf16 11.5 s and 8 GB at about 2^22
     // (found by the fuzzer); 2D at 1024 x 1024 takes 2 ms. Other kernels run wider problems.
-    if (impl.rfind("brgconv", 0) == 0) {
-        const int d = spec.rank - 1;
-        const int64_t out = spec.stride[d] * (spec.in_size[d] - 1) + spec.dilate[d] * (spec.kernel[d] - 1) + 1;
-        if (std::max(spec.in_size[d], out) > (int64_t(1) << 18)) return true;
-    }
+    if (impl.rfind("brgconv", 0) == 0 && too_wide_for_brgconv(spec)) return true;
     return false;
+}
+
+bool too_wide_for_brgconv(const Spec &spec) {
+    const int d = spec.rank - 1;
+    const int64_t out = spec.stride[d] * (spec.in_size[d] - 1) + spec.dilate[d] * (spec.kernel[d] - 1) + 1;
+    return std::max(spec.in_size[d], out) > (int64_t(1) << 18);
 }
 
 } // namespace libdeconv

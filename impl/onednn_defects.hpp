@@ -12,6 +12,12 @@ namespace libdeconv {
 // True when `impl` (oneDNN's implementation name) must not run `pass` of this problem.
 bool known_defective(const std::string &impl, Pass pass, const Spec &spec);
 
+// The innermost spatial extent past which brgconv kernels are refused (known_defective). Their
+// descriptor alone costs that memory and time, before the refusal: 1.5 GB and 2 s for a 1D f32
+// problem 2^20 wide. Channels-last data, which makes oneDNN 2.6 pick brgconv, is then not asked
+// for at all (make_plan).
+bool too_wide_for_brgconv(const Spec &spec);
+
 // oneDNN 2.6's brgemm AMX convolution, which its bf16 deconvolution backward data wraps for most
 // problems, reads the 8 bytes past the end of a heap array (the AMX ukernel's skipped-bd-mask
 // buffer, at index M) whenever it generates its kernel. glibc malloc always has mapped memory
