@@ -249,6 +249,9 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     if (deconvolution && compute == DataType::bf16 && g.strides.back() > 32)
         throw Error(Status::unsupported, "bf16 kernels of oneDNN 2.6 crash for an innermost stride above 32 (stride = "
                 + std::to_string(g.strides.back()) + ")");
+    if (deconvolution && compute == DataType::bf16 && bf16_dilated_output_too_large(p))
+        throw Error(Status::unsupported, "oneDNN 2.6's bf16 deconvolution crashes describing a dilated problem whose "
+                                         "output takes more than 2 GiB");
     if (deconvolution && data_layout == DataLayout::channels_last && too_wide_for_brgconv(p.spec()))
         throw Error(Status::unsupported, "oneDNN 2.6's brgconv kernels, which channels-last data would get, take "
                                          "memory per position of the innermost dim when they are built");

@@ -32,6 +32,17 @@ bool known_defective(const std::string &impl, Pass pass, const Spec &spec) {
     return false;
 }
 
+bool bf16_dilated_output_too_large(const Problem &problem) {
+    const Spec &spec = problem.spec();
+    bool dilated = false;
+    for (int i = 0; i < spec.rank; ++i) dilated |= spec.dilate[i] > 1;
+    if (!dilated || spec.rank < 2) return false;
+    const int64_t blocks_per_group = (spec.out_channels / spec.groups + 15) / 16;
+    double bytes = double(spec.batch) * double(spec.groups * blocks_per_group * 16) * 2.0;
+    for (int i = 0; i < spec.rank; ++i) bytes *= double(problem.out_size()[i]);
+    return bytes >= double(int64_t(1) << 30);
+}
+
 bool too_wide_for_brgconv(const Spec &spec) {
     const int d = spec.rank - 1;
     const int64_t out = spec.stride[d] * (spec.in_size[d] - 1) + spec.dilate[d] * (spec.kernel[d] - 1) + 1;
