@@ -251,7 +251,7 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
                 + std::to_string(g.strides.back()) + ")");
     if (deconvolution && compute == DataType::bf16 && bf16_dilated_output_too_large(p))
         throw Error(Status::unsupported, "oneDNN 2.6's bf16 deconvolution crashes describing a dilated problem whose "
-                                         "output takes more than 2 GiB");
+                                         "output takes 2 GiB or more (refused from 1 GiB)");
     if (deconvolution && data_layout == DataLayout::channels_last && too_wide_for_brgconv(p.spec()))
         throw Error(Status::unsupported, "oneDNN 2.6's brgconv kernels, which channels-last data would get, take "
                                          "memory per position of the innermost dim when they are built");

@@ -12,11 +12,11 @@ namespace libdeconv {
 // True when `impl` (oneDNN's implementation name) must not run `pass` of this problem.
 bool known_defective(const std::string &impl, Pass pass, const Spec &spec);
 
-// oneDNN 2.6's bf16 deconvolution reads past an array on the stack while describing a problem
-// with a dilation, in 2 or 3 spatial dims, whose output in 16-channel blocks takes 2^31 bytes or
-// more (found by the fuzzer: a crash whenever the read reaches the top of the stack); 1D and
-// undilated problems go past 10 GB unharmed. Such problems compute in f32. The margin to 2^30
-// bytes is ours.
+// oneDNN 2.6's bf16 deconvolution reads past the top of the stack (a hash loop over an array of
+// some wrong length, by the look of the code) while describing a problem with a dilation, in 2
+// or 3 spatial dims, whose output in 16-channel blocks takes 2^31 bytes or more: found by the
+// fuzzer, a crash in about half the runs. 1D and undilated problems go past 10 GB unharmed.
+// Such problems compute in f32. The margin to 2^30 bytes is ours.
 bool bf16_dilated_output_too_large(const Problem &problem);
 
 // The innermost spatial extent past which brgconv kernels are refused (known_defective). Their
