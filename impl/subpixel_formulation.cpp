@@ -163,9 +163,14 @@ void make_backward_weights(Plan &plan, const Problem &p, dt type) {
 } // namespace
 
 bool is_subpixel_candidate(const Problem &p) {
-    for (int d = 0; d < p.rank(); ++d)
-        if (p.spec().dilate[d] != 1) return false;
-    return true;
+    const Spec &spec = p.spec();
+    double inflation = 1; // the convolution's taps over the deconvolution's
+    for (int d = 0; d < p.rank(); ++d) {
+        if (spec.dilate[d] != 1) return false;
+        const int64_t k = spec.kernel[d], s = spec.stride[d];
+        inflation *= double((k + s - 1) / s * s) / double(k);
+    }
+    return inflation <= 4;
 }
 
 void make_subpixel(Plan &plan, const Problem &p, Pass pass, dt type, bool channels_first) {

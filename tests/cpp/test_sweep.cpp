@@ -323,6 +323,34 @@ TEST_P(SweepMatrixProduct, AllPassesAllRequests) {
 
 INSTANTIATE_TEST_SUITE_P(Shards, SweepMatrixProduct, ::testing::Range(0, kMatrixShards));
 
+// The subpixel convolution is offered only where it does not mostly compute zeros
+// (impl/subpixel_formulation.hpp): pinned to it (cpp_subpixel_candidates_subpixel), a stride of
+// 4 over a kernel of 1 in 2D (16 times the kernel's taps) runs oneDNN's deconvolution instead, a
+// stride of 2 over a kernel of 4 (as many taps) the subpixel convolution. Both match the
+// reference in every pass, pinned or not.
+TEST(SubpixelCandidates, OnlyWhereMostPhaseTapsAreTheKernels) {
+    struct Case {
+        int64_t kernel, stride;
+        bool subpixel;
+    };
+    for (const Case& c : {Case{1, 4, false}, Case{4, 2, true}}) {
+        Problem p;
+        p.rank = 2;
+        p.in_channels = p.out_channels = 16;
+        p.in_size = {6, 5, 1};
+        p.kernel = {c.kernel, c.kernel, 1};
+        p.stride = {c.stride, c.stride, 1};
+        if (pinned_to("subpixel")) {
+            Handle h(make_params(p, DECONV_F32, DECONV_CHANNELS_LAST, DECONV_TRAINING));
+            ASSERT_TRUE(h.ok()) << h.error();
+            EXPECT_EQ(h.impl(DECONV_PASS_FORWARD).rfind("subpixel:", 0) == 0, c.subpixel)
+                    << "kernel " << c.kernel << ", stride " << c.stride << ": " << h.impl(DECONV_PASS_FORWARD);
+        }
+        std::mt19937_64 rng(c.kernel);
+        run_case(-2000 - int(c.kernel), p, DECONV_F32, DECONV_CHANNELS_LAST, rng);
+    }
+}
+
 // The generator really covers what the sweep claims (guards against a silent narrowing).
 TEST(SweepCoverage, GeneratorCoversTheSpace) {
     int ranks[4] = {}, depthwise = 0, grouped = 0, target = 0, dilated = 0, adj = 0, bias = 0,
