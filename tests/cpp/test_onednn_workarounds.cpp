@@ -233,16 +233,22 @@ TEST(OneDnnWorkarounds, Bf16BackwardDataBrgemmOverread3D) {
 #endif
 }
 
-// brgconv kernels are built per position of the innermost spatial dim (f32 backward data: 2.2 GB
-// and 1.8 s at a width of 2^20; bf16 at about 2^22 took 8 GB, found by the fuzzer): past 2^18 no
-// pass runs on one, and the numbers stay right.
-TEST(OneDnnWorkarounds, WideInnermostDimTakesNoBrgconv) {
+// One input channel, four output channels, `width` positions: the fuzzer's wide 1D problems.
+naive::Problem wide_1d_problem(int64_t width) {
     naive::Problem np;
     np.rank = 1;
     np.in_channels = 1;
     np.out_channels = 4;
-    np.in_size = {(int64_t(1) << 18) + 5, 1, 1};
+    np.in_size = {width, 1, 1};
     np.pad = {1, 0, 0};
+    return np;
+}
+
+// brgconv kernels are built per position of the innermost spatial dim (f32 backward data: 2.2 GB
+// and 1.8 s at a width of 2^20; bf16 at about 2^22 took 8 GB, found by the fuzzer): past 2^18 no
+// pass runs on one, and the numbers stay right.
+TEST(OneDnnWorkarounds, WideInnermostDimTakesNoBrgconv) {
+    const naive::Problem np = wide_1d_problem((int64_t(1) << 18) + 5);
     const deconv_params p = harness::make_params(np, DECONV_F32, DECONV_CHANNELS_LAST);
     deconv *h = nullptr;
     ASSERT_EQ(deconv_create(&p, &h), DECONV_OK) << deconv_last_error();
@@ -258,13 +264,7 @@ TEST(OneDnnWorkarounds, WideInnermostDimTakesNoBrgconv) {
 // for past 2^18 (a 1D f32 training handle 2^20 wide peaked at 1.56 GB before, 0.22 GB after; the
 // fuzzer ran out of memory at 2^22). Each test is a process of its own: the peak is this one's.
 TEST(OneDnnWorkarounds, WideChannelsLastProblemIsCreatedWithoutDescribingBrgconv) {
-    naive::Problem np;
-    np.rank = 1;
-    np.in_channels = 1;
-    np.out_channels = 4;
-    np.in_size = {int64_t(1) << 20, 1, 1};
-    np.pad = {1, 0, 0};
-    const deconv_params p = harness::make_params(np, DECONV_F32, DECONV_CHANNELS_LAST);
+    const deconv_params p = harness::make_params(wide_1d_problem(int64_t(1) << 20), DECONV_F32, DECONV_CHANNELS_LAST);
     deconv *h = nullptr;
     ASSERT_EQ(deconv_create(&p, &h), DECONV_OK) << deconv_last_error();
     deconv_destroy(h);
@@ -274,9 +274,8 @@ TEST(OneDnnWorkarounds, WideChannelsLastProblemIsCreatedWithoutDescribingBrgconv
     EXPECT_LT(peak_gib, 1.0) << "peak resident memory " << peak_gib << " GiB";
 }
 
-// oneDNN 2.6's bf16 deconvolution crashed (reading past a stack array) while describing this
-// dilated 2D problem, whose output in 16-channel blocks takes 2.2 GB: 3 runs in 6 died, on any
-// stack size. It computes in f32 instead; the handle is only created (running it needs GBs).
+// oneDNN 2.6's bf16 deconvolution crashed (reading past the top of the stack) while describing
+// this dilated 2D problem, whose output in 16-channel blocks takes 2.2 GB: 3 runs in 6 died. It computes in f32 instead; the handle is only created (running it needs GBs).
 TEST(OneDnnWorkarounds, Bf16DilatedProblemWithOutputOver2GiBIsCreated) {
     if (!deconv_bf16_supported()) GTEST_SKIP() << "no bf16 on this CPU";
     naive::Problem np;
