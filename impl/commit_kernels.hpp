@@ -382,6 +382,63 @@ LIBDECONV_AVX512 void uncommit_tile_avx512(const In *planes, int64_t plane_strid
     }
 }
 
+// A vector of up to 16 elements moved unchanged (same type, no bias, no add).
+LIBDECONV_AVX512 inline void move16(const float *from, float *to, __mmask16 m) {
+    if (m == 0xffff)
+        _mm512_storeu_ps(to, _mm512_loadu_ps(from));
+    else
+        _mm512_mask_storeu_ps(to, m, _mm512_maskz_loadu_ps(m, from));
+}
+LIBDECONV_AVX512 inline void move16(const uint16_t *from, uint16_t *to, __mmask16 m) {
+    if (m == 0xffff)
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(to), _mm256_loadu_si256(reinterpret_cast<const __m256i *>(from)));
+    else
+        _mm256_mask_storeu_epi16(to, m, _mm256_maskz_loadu_epi16(m, from));
+}
+
+// Pixels [p0, p1) of a run of channels that is contiguous on both sides: pixel p's first
+// channel at from[p * from_step] and to[p * to_step]. `valid` channels are read (and get the
+// bias); the destination's `width` >= valid are written, zeros past `valid` (a channel block's
+// padding).
+template <bool Add, typename In, typename Out>
+LIBDECONV_AVX512 void copy_channel_run_avx512(const In *from, int64_t from_step, Out *to, int64_t to_step,
+        int64_t valid, int64_t width, const float *bias, int64_t p0, int64_t p1) {
+    for (int64_t k0 = 0; k0 < width; k0 += 16) {
+        const int64_t lanes = std::min<int64_t>(16, width - k0), read = std::clamp<int64_t>(valid - k0, 0, 16);
+        const __mmask16 store_mask = static_cast<__mmask16>((1u << lanes) - 1);
+        const __mmask16 read_mask = static_cast<__mmask16>((1u << read) - 1);
+        if constexpr (std::is_same_v<In, Out> && !Add) {
+            if (!bias && read == lanes) {
+                for (int64_t p = p0; p < p1; ++p) move16(from + p * from_step + k0, to + p * to_step + k0, store_mask);
+                continue;
+            }
+        }
+        const __m512 beta = bias && read ? load_masked(bias + k0, read_mask) : _mm512_setzero_ps();
+        for (int64_t p = p0; p < p1; ++p) {
+            const __m512 v = read ? load_masked(from + p * from_step + k0, read_mask) : _mm512_setzero_ps();
+            Out *at = to + p * to_step + k0;
+            if (!bias && !Add) {
+                store_unchanged<In>(at, store_mask, v);
+                continue;
+            }
+            __m512 x = bias ? _mm512_add_ps(v, beta) : v;
+            if (Add) x = _mm512_add_ps(x, load_masked(at, store_mask));
+            store_masked(at, store_mask, x);
+        }
+    }
+}
+
+template <bool Add, typename In, typename Out>
+void copy_channel_run(const In *from, int64_t from_step, Out *to, int64_t to_step, int64_t valid, int64_t width,
+        const float *bias, int64_t p0, int64_t p1) {
+    if (has_avx512()) return copy_channel_run_avx512<Add>(from, from_step, to, to_step, valid, width, bias, p0, p1);
+    for (int64_t p = p0; p < p1; ++p)
+        for (int64_t k = 0; k < width; ++k) {
+            const float v = k < valid ? load(from, p * from_step + k) + (bias ? bias[k] : 0.f) : 0.f;
+            store(to, p * to_step + k, Add ? load(to, p * to_step + k) + v : v);
+        }
+}
+
 // out[i] (=|+=) from[index[i]] + bias over `count` elements (32-bit indices >= 0); bias is one
 // value (step 0) or a vector. bf16 gathers read the 2 bytes after each element (workspace only).
 template <bool Add, typename In, typename Out>

@@ -106,12 +106,13 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
     // 1.1 ms, this one 0.06 ms with the output in cache). Native kernels keep their own
     // otherwise (nearly free, and no extra pass over the output).
     const OutputCommit biased_output{describe(chosen.pd.dst_desc()), describe(user_dst)};
-    const bool copied_anyway = chosen.pd.dst_desc() != user_dst && biased_output.tiled();
+    const bool copied_anyway = chosen.pd.dst_desc() != user_dst && biased_output.vectorized();
     if (s.bias && (!bias_is_free_in(chosen.pd.impl_info_str()) || copied_anyway)) {
         ForwardChoice unbiased = forward_pd(p.spec(), g, type, false, kind);
         OutputCommit commit{describe(unbiased.pd.dst_desc()), describe(user_dst)};
-        // Only when the same kernel runs without the bias and the layouts suit the commit.
-        if (commit.usable() && std::string(unbiased.pd.impl_info_str()) == chosen.pd.impl_info_str()) {
+        // Only when the same kernel runs without the bias and the layouts suit the commit (other
+        // pairs of layouts would take its scalar loop).
+        if (commit.vectorized() && std::string(unbiased.pd.impl_info_str()) == chosen.pd.impl_info_str()) {
             chosen = unbiased;
             plan.bias_in_commit = true;
         }

@@ -40,9 +40,9 @@ struct Role {
     // oneDNN 2.6's reorders: as fast for f32, faster for bf16 (unet.up2's output nhwc -> nchw
     // 1.4 vs 2.7 ms), several times faster when adding, and no oneDNN call on tiny tensors
     // (2.9 us for 1.3K weight gradients). Inputs too, when the copy is element-wise (a type
-    // conversion) or from channels-first planes into blocks or channels-last (bf16 1.4-2.5x
-    // faster than oneDNN's reorder, f32 at parity); their commit goes from the caller's buffer
-    // to the internal copy.
+    // conversion), from channels-first planes into blocks or channels-last (bf16 1.4-2.5x
+    // faster than oneDNN's reorder, f32 at parity), or between channels-last and blocks; their
+    // commit goes from the caller's buffer to the internal copy.
     bool by_commit = false;
     OutputCommit commit;
     // The subpixel formulation's (phase_interleave.hpp). An input is rearranged by `split` into

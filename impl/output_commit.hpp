@@ -37,6 +37,13 @@ struct OutputCommit {
     // Channels-first planes into channel blocks or channels-last (the way in, no bias or add):
     // the transpose the other way.
     bool tiled_into_blocks() const;
+    // Channel blocks <-> channels-last (either way, bias and add included): vectors of a pixel's
+    // channels, no transpose. Measured against oneDNN 2.6's reorders (2 threads): bf16 at par to
+    // 3.7x faster, f32 from 0.7x to 1.9x as fast; and it adds the bias and accumulates.
+    bool channel_runs() const;
+    // An output's commit by vectors (any of the above but tiled_into_blocks, which neither adds
+    // nor takes a bias); other usable pairs of layouts run a scalar loop.
+    bool vectorized() const { return tiled() || elementwise() || channel_runs(); }
 };
 
 // user (=|+=) internal + bias[channel]; bias is f32, or NULL for none. A large write streams

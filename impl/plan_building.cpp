@@ -45,12 +45,12 @@ void add_role(Plan &plan, int index, int arg, bool output, const dnnl::memory::d
     if (repeat > 0) return;
     if (!output && !c.identical) {
         r.commit = OutputCommit{describe(user), describe(internal)};
-        r.by_commit = r.commit.elementwise() || r.commit.tiled_into_blocks();
+        r.by_commit = r.commit.elementwise() || r.commit.tiled_into_blocks() || r.commit.channel_runs();
         if (!r.by_commit) c.to_internal = make_reorder(user, internal, false, plan.scratchpad_bytes);
     }
     if (output) {
         r.commit = OutputCommit{describe(internal), describe(user)};
-        r.by_commit = !c.identical && (r.commit.tiled() || r.commit.elementwise());
+        r.by_commit = !c.identical && r.commit.vectorized();
         if (r.by_commit) return; // the commit writes and adds: no reorder is ever run
         if (!c.identical) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
         c.add_to_user = make_reorder(internal, user, true, plan.scratchpad_bytes);
