@@ -39,7 +39,7 @@ struct OutputCommit {
     bool tiled_into_blocks() const;
     // Channel blocks <-> channels-last (either way, bias and add included): vectors of a pixel's
     // channels, no transpose. Measured against oneDNN 2.6's reorders (2 threads): bf16 at par to
-    // 3.7x faster, f32 from 0.7x to 1.9x as fast; and it adds the bias and accumulates.
+    // 3.7x faster, f32 from 0.7x to 1.8x as fast; and it adds the bias and accumulates.
     bool channel_runs() const;
     // An output's commit by vectors (any of the above but tiled_into_blocks, which neither adds
     // nor takes a bias); other usable pairs of layouts run a scalar loop.

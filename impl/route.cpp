@@ -47,7 +47,7 @@ std::vector<DataType> computes_allowed(DataType dtype) {
 // DECONV_DATA_LAYOUT=any|channels_first|channels_last pins the deconvolution's layout. bf16
 // kernels never on channels-first: oneDNN 2.6's bf16 descriptor iterator crashes on some of
 // those (bf16 backward data over 5136 output channels, channels-first: in the forward hint).
-// Channels-last is where oneDNN 2.6 has its brgemm bf16 kernels (a grouped 3x3 depthwise
+// Channels-last is where oneDNN 2.6 has its brgemm bf16 kernels (a 3x3 depthwise
 // backward data, channels-last: brdgmm_dw 0.50 ms against jit_dw on channel blocks 0.88).
 std::vector<DataLayout> data_layouts_allowed(DataType compute) {
     static const char *pinned = std::getenv("DECONV_DATA_LAYOUT");
