@@ -49,7 +49,11 @@ void add_role(Plan &plan, int index, int arg, bool output, const dnnl::memory::d
         if (!r.by_commit) c.to_internal = make_reorder(user, internal, false, plan.scratchpad_bytes);
     }
     if (output) {
-        r.commit = OutputCommit{describe(internal), describe(user)};
+        // A layout equal to the caller's (oneDNN ignores the strides of dims of size 1: one
+        // channel in nhwc is nchw) is described as the caller's, so that the commit of a kernel
+        // that wrote the caller's buffer is element-wise in place: a transposing one read bf16
+        // past the end of the buffer (found by the fuzzer).
+        r.commit = OutputCommit{describe(c.identical ? user : internal), describe(user)};
         r.by_commit = !c.identical && r.commit.vectorized();
         if (r.by_commit) return; // the commit writes and adds: no reorder is ever run
         if (!c.identical) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
