@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "harness.hpp"
@@ -50,15 +49,6 @@ std::vector<double> integers(int64_t n, int first) {
     return v;
 }
 
-void store(const std::vector<double> &v, deconv_dtype dt, void *to) {
-    for (size_t i = 0; i < v.size(); ++i) {
-        if (dt == DECONV_BF16)
-            static_cast<uint16_t *>(to)[i] = naive::bf16_bits(static_cast<float>(v[i]));
-        else
-            static_cast<float *>(to)[i] = static_cast<float>(v[i]);
-    }
-}
-
 double element(const void *from, deconv_dtype dt, size_t i) {
     return dt == DECONV_BF16 ? naive::bf16_to_float(static_cast<const uint16_t *>(from)[i])
                              : static_cast<const float *>(from)[i];
@@ -82,12 +72,8 @@ TEST(InPlaceBias, CommitStaysWithinTheCallersBuffer) {
             for (deconv_mode mode : {DECONV_INFERENCE, DECONV_TRAINING}) {
                 SCOPED_TRACE(std::string(harness::dtype_str(dt)) + " " + harness::layout_str(layout) +
                              (mode == DECONV_INFERENCE ? " inference" : " training"));
-                const size_t size = dt == DECONV_BF16 ? 2 : 4;
-                std::vector<char> s(src.size() * size), wt(w.size() * size), b(size);
-                store(src, dt, s.data());
-                store(w, dt, wt.data());
-                store(bias, dt, b.data());
-                BufferAtPageEnd dst(expected.size() * size);
+                harness::Buffer s(dt, src), wt(dt, w), b(dt, bias);
+                BufferAtPageEnd dst(expected.size() * (dt == DECONV_BF16 ? 2 : 4));
                 ASSERT_NE(dst.data(), nullptr);
                 harness::Handle h(np, dt, layout, mode);
                 ASSERT_TRUE(h.ok()) << h.error();
