@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 namespace libdeconv {
 namespace {
@@ -131,10 +132,7 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
     // native deconvolution kernels fuse the sum; those built on other kernels run it as passes of
     // their own (x64:gemm:jit: 2.3x the write).
     if (plan.roles[role::fwd_dst].conversion.identical && !plan.bias_in_commit && bias_is_free_in(plan.impl)) {
-        dnnl::primitive_attr attr = user_scratchpad();
-        dnnl::post_ops ops;
-        ops.append_sum(1.f);
-        attr.set_post_ops(ops);
+        const dnnl::primitive_attr attr = summing_into_output();
         try {
             dnnl::deconvolution_forward::desc d(kind, dnnl::algorithm::deconvolution_direct, pd.src_desc(),
                     pd.weights_desc(), pd.bias_desc(), pd.dst_desc(), g.strides, g.dilation, g.pad_l, g.pad_r);
@@ -153,6 +151,45 @@ void make_forward(Plan &plan, const Problem &p, const Geometry &g, dt type) {
 memory::desc blocked16_desc(const memory::dims &dims, dt type) {
     static const tag blocked[] = {tag::aBc16b, tag::aBcd16b, tag::aBcde16b};
     return memory::desc(dims, type, blocked[dims.size() - 3]);
+}
+
+// A deconvolution's backward data is a forward convolution of diff_dst (oneDNN 2.6 runs it as
+// one), whose weights are the deconvolution's with input and output channels swapped. oneDNN's
+// backward primitives take no post-ops, its forward convolutions a sum: for an add request on a
+// diff_src written in the caller's layout, the same kernel as that convolution adds into the
+// caller's buffer instead of writing a copy that a pass of its own then adds (channels-last
+// dcgan.l5 backward data bf16 in the bench: ADD 1.73x the write).
+void add_accumulating_convolution(Plan &plan, const dnnl::deconvolution_backward_data::primitive_desc &pd,
+        const Geometry &g) {
+    const memory::desc weights = pd.weights_desc();
+    const int first = weights.data.ndims > static_cast<int>(g.src.size()) ? 1 : 0; // after the groups
+    std::vector<int> swapped(weights.data.ndims);
+    for (int i = 0; i < weights.data.ndims; ++i) swapped[i] = i;
+    std::swap(swapped[first], swapped[first + 1]);
+    const dnnl::primitive_attr attr = summing_into_output();
+    try {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                pd.diff_dst_desc(), weights.permute_axes(swapped), pd.diff_src_desc(), g.strides, g.dilation,
+                g.pad_l, g.pad_r);
+        dnnl::convolution_forward::primitive_desc summing(d, attr, cpu_engine());
+        if (std::string(summing.impl_info_str()) != plan.impl) return;
+        plan.accumulating = dnnl::convolution_forward(summing);
+        plan.scratchpad_bytes = std::max(plan.scratchpad_bytes, scratchpad_size(summing));
+        plan.roles[role::bwd_data_diff_dst].accumulating_arg = DNNL_ARG_SRC;
+        plan.roles[role::bwd_data_diff_src].accumulating_arg = DNNL_ARG_DST;
+    } catch (const dnnl::error &e) {
+        if (e.status == dnnl_out_of_memory) throw;
+    }
+}
+
+// Where the convolution's sum beats the commit's add pass over a copy (channels-last, ADD over
+// WRITE, pass -> sum, medians of 1.5 s loops): bf16 kernels (dcgan.l5 1.89 -> 1.15, bilinear.dw
+// 1.74 -> 1.02, adj.s2 1.24 -> 0.87, unet.up2 1.13 -> 0.96) and f32 depthwise ones (brdgmm_dw:
+// 3x3 stride 1 2.4 -> 1.1-1.2, bilinear.dw 1.1-1.5 -> 1.0-1.3). Other f32 kernels add in
+// place no faster than the f32 pass, or slower (brgconv on dcgan.l5 1.6-1.8 -> 1.9-2.5,
+// x64:gemm:jit on channels-first 1.01 -> 1.21).
+bool adds_faster_in_kernel(const std::string &impl, dt type) {
+    return type == dt::bf16 || impl.find("_dw:") != std::string::npos;
 }
 
 void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type) {
@@ -181,6 +218,8 @@ void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type
     add_role(plan, role::bwd_data_diff_dst, DNNL_ARG_DIFF_DST, false, user_data_desc(p, true), pd.diff_dst_desc());
     add_role(plan, role::bwd_data_weights, DNNL_ARG_WEIGHTS, false, user_weights_desc(p), pd.weights_desc());
     add_role(plan, role::bwd_data_diff_src, DNNL_ARG_DIFF_SRC, true, user_data_desc(p, false), pd.diff_src_desc());
+    if (plan.roles[role::bwd_data_diff_src].conversion.identical && adds_faster_in_kernel(plan.impl, type))
+        add_accumulating_convolution(plan, pd, g);
 }
 
 void make_backward_weights(Plan &plan, const Problem &p, const Geometry &g, dt type) {

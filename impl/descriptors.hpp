@@ -30,6 +30,9 @@ struct Role {
     bool present = false;
     bool output = false;
     int arg = 0; // DNNL_ARG_*, or 0 when only the output commit uses it (a bias added there)
+    // The DNNL_ARG_* under which Plan::accumulating takes the tensor where that is another: a
+    // backward data pass adds as the forward convolution it is (diff_dst its src, diff_src its dst).
+    int accumulating_arg = 0;
     Conversion conversion;
     size_t internal_offset = 0; // in the workspace, when the tensor needs an internal copy
     bool has_internal = false;

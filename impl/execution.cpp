@@ -112,6 +112,9 @@ void execute(const Plan &plan, const Tensors &tensors) {
     int count = 0;
     args[count++] = {DNNL_ARG_SCRATCHPAD, b.scratchpad.get()};
     const float *commit_bias = nullptr;
+    bool accumulate = false;
+    for (int i = 0; i < kMaxRoles; ++i)
+        accumulate |= plan.roles[i].present && tensors[i].req == Req::add && in_place(plan, plan.roles[i], tensors[i]);
     for (int i = 0; i < kMaxRoles; ++i) {
         const Role &r = plan.roles[i];
         if (!r.present) continue;
@@ -143,7 +146,7 @@ void execute(const Plan &plan, const Tensors &tensors) {
         }
         if (b.view[i] && used == b.internal[i].get()) used = b.view[i].get();
         if (r.arg != 0) {
-            args[count++] = {r.arg, used};
+            args[count++] = {accumulate && r.accumulating_arg ? r.accumulating_arg : r.arg, used};
         } else { // the f32 bias the output commit adds
             void *data = nullptr;
             dnnl::error::wrap_c_api(dnnl_memory_get_data_handle(used, &data), "could not get a data handle");
@@ -155,9 +158,6 @@ void execute(const Plan &plan, const Tensors &tensors) {
         stream.wait();
         std::memset(workspace, 0, plan.scratchpad_bytes);
     }
-    bool accumulate = false;
-    for (int i = 0; i < kMaxRoles; ++i)
-        accumulate |= plan.roles[i].present && tensors[i].req == Req::add && in_place(plan, plan.roles[i], tensors[i]);
     run(accumulate ? plan.accumulating : plan.primitive, stream, args, count);
 
     for (int i = 0; i < kMaxRoles; ++i) {

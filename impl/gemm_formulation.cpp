@@ -138,10 +138,7 @@ MatmulChoice choose_matmul(const Problem &p, Pass pass, const memory::desc &a, c
 
 // The chosen matmul adding into its output, when oneDNN runs that with the same kernel.
 void add_accumulating(Plan &plan, const dnnl::matmul::primitive_desc &pd) {
-    dnnl::primitive_attr attr = user_scratchpad();
-    dnnl::post_ops ops;
-    ops.append_sum(1.f);
-    attr.set_post_ops(ops);
+    const dnnl::primitive_attr attr = summing_into_output();
     try {
         dnnl::matmul::primitive_desc summing(
                 dnnl::matmul::desc(pd.src_desc(), pd.weights_desc(), pd.bias_desc(), pd.dst_desc()), attr, cpu_engine());

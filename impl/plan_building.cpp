@@ -9,12 +9,7 @@ namespace {
 
 dnnl::reorder make_reorder(const dnnl::memory::desc &from, const dnnl::memory::desc &to, bool accumulate,
         size_t &scratch) {
-    dnnl::primitive_attr attr = user_scratchpad();
-    if (accumulate) {
-        dnnl::post_ops ops;
-        ops.append_sum(1.f);
-        attr.set_post_ops(ops);
-    }
+    const dnnl::primitive_attr attr = accumulate ? summing_into_output() : user_scratchpad();
     const auto &eng = cpu_engine();
     dnnl::reorder::primitive_desc pd(eng, from, eng, to, attr);
     scratch = std::max(scratch, pd.scratchpad_desc().get_size());
@@ -28,6 +23,14 @@ bool is_reference(const std::string &impl) { return impl.rfind("ref", 0) == 0; }
 dnnl::primitive_attr user_scratchpad() {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return attr;
+}
+
+dnnl::primitive_attr summing_into_output() {
+    dnnl::primitive_attr attr = user_scratchpad();
+    dnnl::post_ops ops;
+    ops.append_sum(1.f);
+    attr.set_post_ops(ops);
     return attr;
 }
 

@@ -17,6 +17,8 @@ bool is_reference(const std::string &impl);
 
 // Every primitive runs on a scratchpad in the calling thread's workspace.
 dnnl::primitive_attr user_scratchpad();
+// The same, adding into the primitive's output (a sum post-op): Plan::accumulating.
+dnnl::primitive_attr summing_into_output();
 
 // A primitive descriptor and the primitive built from it.
 template <typename PD, typename Prim>
