@@ -12,16 +12,18 @@
 namespace libdeconv {
 
 CpuWait::CpuWait() {
-    std::vector<long> threads{syscall(SYS_gettid)};
+    // Slots filled in place: nothing may allocate (and throw) inside the region.
+    std::vector<long> threads(static_cast<size_t>(omp_get_max_threads()) + 1, 0);
+    threads[0] = syscall(SYS_gettid);
 #pragma omp parallel
     {
-        const long tid = syscall(SYS_gettid);
-#pragma omp critical(libdeconv_cpu_wait)
-        threads.push_back(tid);
+        const size_t slot = static_cast<size_t>(omp_get_thread_num()) + 1;
+        if (slot < threads.size()) threads[slot] = syscall(SYS_gettid);
     }
     std::sort(threads.begin(), threads.end());
     threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
     for (long tid : threads) {
+        if (tid == 0) continue; // a slot no thread of the team took
         const std::string path = "/proc/self/task/" + std::to_string(tid) + "/schedstat";
         const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd >= 0) files_.push_back(fd);
