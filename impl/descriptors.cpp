@@ -325,4 +325,9 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     return plan;
 }
 
+size_t caller_bytes(const Plan &plan, int index) {
+    const Role &r = plan.roles[index];
+    return r.chunk_bytes ? r.chunk_bytes * static_cast<size_t>(plan.batch_chunks) : r.conversion.user.get_size();
+}
+
 } // namespace libdeconv

@@ -58,6 +58,9 @@ struct Role {
     void (*merge)(const PhaseSplit &, const void *result, void *user, const float *bias, bool add) = nullptr;
     bool staged = false;
     size_t staged_offset = 0;
+    // Bytes of the caller's buffer per batch chunk (Plan::batch_chunks): a data tensor steps by
+    // it from chunk to chunk; 0 for weights and bias, the same in every chunk.
+    size_t chunk_bytes = 0;
 };
 
 // Role indices per pass.
@@ -89,7 +92,14 @@ struct Plan {
     // output the primitive writes in the caller's layout: no copy and no extra pass. Plans
     // with one output only; empty when oneDNN has no such kernel.
     dnnl::primitive accumulating;
+    // The plan computes batch / batch_chunks images and is run once per chunk (execution.cpp):
+    // the internal copy of a large output then stays in cache between the kernel and the commit
+    // that reads it back (an add request's copy and add pass).
+    int64_t batch_chunks = 1;
 };
+
+// Bytes of the caller's buffer for role `index` over the whole batch.
+size_t caller_bytes(const Plan &plan, int index);
 
 // How a pass is computed: oneDNN's deconvolution primitive, a matmul where the problem is a
 // matrix product (gemm_formulation.hpp), or for the forward and weight-gradient passes a

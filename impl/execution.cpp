@@ -102,12 +102,12 @@ void fill_repeated(const Conversion &c, const void *user, float *internal) {
     }
 }
 
-void execute(const Plan &plan, const Tensors &tensors) {
-    SingleThreaded scope(plan.single_threaded);
-    char *workspace = thread_workspace(plan.workspace_bytes);
-    Binding &b = bind(plan, workspace);
-    dnnl::stream &stream = thread_stream();
+namespace {
 
+// One run of the plan's primitive. With `reuse_shared_inputs` the inputs the same in every batch
+// chunk (weights, bias) are in their internal copies already, from the previous chunk.
+void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *workspace, dnnl::stream &stream,
+        bool reuse_shared_inputs) {
     dnnl_exec_arg_t args[kMaxRoles + 1];
     int count = 0;
     args[count++] = {DNNL_ARG_SCRATCHPAD, b.scratchpad.get()};
@@ -119,10 +119,11 @@ void execute(const Plan &plan, const Tensors &tensors) {
         const Role &r = plan.roles[i];
         if (!r.present) continue;
         const Tensor &t = tensors[i];
+        const bool converted = reuse_shared_inputs && !r.output && r.chunk_bytes == 0;
         // The input as its conversion reads it: the caller's buffer, or its phase-split copy.
         const void *source = t.user;
         if (!r.output && !t.ready && r.split) {
-            r.split(*r.phases, t.user, workspace + r.staged_offset);
+            if (!converted) r.split(*r.phases, t.user, workspace + r.staged_offset);
             source = workspace + r.staged_offset;
         }
         dnnl_memory_t used;
@@ -131,6 +132,8 @@ void execute(const Plan &plan, const Tensors &tensors) {
         } else if (in_place(plan, r, t) || (!r.output && r.conversion.identical)) {
             point_to(b.user[i], source);
             used = b.user[i].get();
+        } else if (converted) {
+            used = b.internal[i].get();
         } else if (!r.output && r.conversion.repeat > 0) {
             fill_repeated(r.conversion, source, static_cast<float *>(b.internal[i].get_data_handle()));
             used = b.internal[i].get();
@@ -192,6 +195,22 @@ void execute(const Plan &plan, const Tensors &tensors) {
                 b.scratchpad);
     }
     stream.wait();
+}
+
+} // namespace
+
+void execute(const Plan &plan, const Tensors &tensors) {
+    SingleThreaded scope(plan.single_threaded);
+    char *workspace = thread_workspace(plan.workspace_bytes);
+    Binding &b = bind(plan, workspace);
+    dnnl::stream &stream = thread_stream();
+    Tensors chunk = tensors;
+    for (int64_t c = 0; c < plan.batch_chunks; ++c) {
+        for (int i = 0; i < kMaxRoles; ++i)
+            if (chunk[i].user && plan.roles[i].chunk_bytes)
+                chunk[i].user = static_cast<const char *>(tensors[i].user) + c * plan.roles[i].chunk_bytes;
+        execute_once(plan, chunk, b, workspace, stream, c > 0);
+    }
 }
 
 } // namespace libdeconv

@@ -1,5 +1,6 @@
 // Runs one plan on caller buffers: converts inputs whose layout differs into workspace copies,
-// executes the primitive, and commits outputs with the caller's request (write or add). The
+// executes the primitive, and commits outputs with the caller's request (write or add); over
+// the batch chunk by chunk where the plan is made for a part of it (Plan::batch_chunks). The
 // oneDNN memory objects a call needs are kept per thread and plan, so a steady-state call
 // creates and allocates nothing.
 #pragma once

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <cpuid.h>
@@ -18,19 +19,22 @@
 #include <immintrin.h>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace libdeconv {
 namespace {
 
-// A way to compute a pass: the data type of the primitive, its formulation and the data layout
-// it is asked for.
+// A way to compute a pass: the data type of the primitive, its formulation, the data layout it
+// is asked for and the number of batch chunks it runs in (Plan::batch_chunks).
 struct Route {
     DataType compute;
     Formulation formulation;
     DataLayout data_layout;
+    int64_t batch_chunks = 1;
     bool operator==(const Route &o) const {
-        return compute == o.compute && formulation == o.formulation && data_layout == o.data_layout;
+        return compute == o.compute && formulation == o.formulation && data_layout == o.data_layout
+                && batch_chunks == o.batch_chunks;
     }
 };
 
@@ -70,6 +74,34 @@ std::vector<DataLayout> subpixel_layouts_allowed(DataType compute, Pass pass) {
     if (pinned && std::strcmp(pinned, "channels_first") == 0) return {DataLayout::channels_first};
     if (pinned || compute == DataType::bf16 || pass != Pass::forward) return {DataLayout::any};
     return {DataLayout::any, DataLayout::channels_first};
+}
+
+// The batch chunks a forward or backward-data pass may run in: as many as make an output chunk
+// about kChunkOutputBytes (in the f32 a kernel may compute in), where the whole output is several
+// times that and the weights, read again for every chunk, are small next to a chunk of output;
+// preferred to the whole batch in a tie, as an add request then adds from cache (dcgan.l5
+// backward data f32, 64 images in 8 chunks: add/write 1.1 against 1.5 in one piece, write
+// alike) and the workspace holds a chunk. DECONV_BATCH_CHUNKS=n pins n chunks (1: none) where n
+// divides the batch.
+std::vector<int64_t> batch_chunks_allowed(const Problem &problem, Pass pass) {
+    static const char *pinned = std::getenv("DECONV_BATCH_CHUNKS");
+    const int64_t batch = problem.spec().batch;
+    if (pass == Pass::backward_weights) return {1};
+    if (pinned) {
+        const int64_t n = std::atoll(pinned);
+        return {n > 0 && batch % n == 0 ? n : 1};
+    }
+    constexpr double kChunkOutputBytes = 2 << 20;
+    constexpr int64_t kMaxChunks = 64; // each a run of the kernel, with its fork and join
+    const double output_bytes = 4.0 * (pass == Pass::forward ? problem.dst_elems() : problem.src_elems());
+    const double weights_bytes = 4.0 * problem.weights_elems();
+    if (batch < 2 || output_bytes < 4 * kChunkOutputBytes) return {1};
+    // The fewest chunks that divide the batch and are no larger than kChunkOutputBytes, or
+    // single images.
+    int64_t n = std::min(batch, static_cast<int64_t>(std::ceil(output_bytes / kChunkOutputBytes)));
+    while (batch % n != 0 && n < kMaxChunks) ++n;
+    if (batch % n != 0 || weights_bytes * 4 > output_bytes / n) return {1};
+    return {n, 1};
 }
 
 std::vector<Formulation> formulations_allowed(const Problem &problem, Pass pass) {
@@ -121,7 +153,7 @@ public:
     Trial(const Plan &plan, const Problem &problem, CallerBuffers &buffers) : plan_(plan) {
         for (int i = 0; i < kMaxRoles; ++i) {
             if (!plan.roles[i].present) continue;
-            const size_t bytes = plan.roles[i].conversion.user.get_size();
+            const size_t bytes = caller_bytes(plan, i);
             if (buffers[i].size() < bytes) buffers[i].resize(bytes, 0);
         }
         if (plan.pass == Pass::forward && problem.spec().mode == Mode::inference)
@@ -137,7 +169,7 @@ public:
             if (plan_.roles[role::fwd_bias].present) tensors[role::fwd_bias] = Tensor{nullptr, &packed_->bias};
         }
         for (int i = 0; i < kMaxRoles; ++i)
-            if (plan_.roles[i].present) evict(buffers[i].data(), plan_.roles[i].conversion.user.get_size());
+            if (plan_.roles[i].present) evict(buffers[i].data(), caller_bytes(plan_, i));
         if (packed_) {
             evict(packed_->weights.get_data_handle(), packed_->weights.get_desc().get_size());
             if (packed_->bias) evict(packed_->bias.get_data_handle(), packed_->bias.get_desc().get_size());
@@ -221,8 +253,8 @@ private:
 bool worth_timing(const Problem &problem, const std::vector<std::shared_ptr<const Plan>> &plans) {
     size_t bytes = 0;
     for (const auto &plan : plans) bytes += plan->workspace_bytes;
-    for (const Role &r : plans.front()->roles)
-        if (r.present) bytes += r.conversion.user.get_size();
+    for (int i = 0; i < kMaxRoles; ++i)
+        if (plans.front()->roles[i].present) bytes += caller_bytes(*plans.front(), i);
     constexpr double kMaxFlops = 2e10;              // tens of milliseconds per candidate run
     constexpr size_t kMaxBytes = size_t(512) << 20; // caller-size buffers plus the workspaces
     return problem.flops() <= kMaxFlops && bytes <= kMaxBytes;
@@ -239,13 +271,29 @@ std::mutex &measurement_mutex() {
 }
 
 std::shared_ptr<const Plan> build(const Problem &problem, Pass pass, Route route) {
-    return std::make_shared<const Plan>(make_plan(problem, pass, route.compute, route.formulation, route.data_layout));
+    if (route.batch_chunks == 1)
+        return std::make_shared<const Plan>(make_plan(problem, pass, route.compute, route.formulation, route.data_layout));
+    Spec part = problem.spec();
+    part.batch /= route.batch_chunks;
+    const Problem chunk(part);
+    Plan plan = make_plan(chunk, pass, route.compute, route.formulation, route.data_layout);
+    plan.batch_chunks = route.batch_chunks;
+    plan.impl += " (batch in " + std::to_string(route.batch_chunks) + " chunks)";
+    const size_t src_bytes = chunk.src_elems() * chunk.element_bytes(), dst_bytes = chunk.dst_elems() * chunk.element_bytes();
+    if (pass == Pass::forward) {
+        plan.roles[role::fwd_src].chunk_bytes = src_bytes;
+        plan.roles[role::fwd_dst].chunk_bytes = dst_bytes;
+    } else {
+        plan.roles[role::bwd_data_diff_dst].chunk_bytes = dst_bytes;
+        plan.roles[role::bwd_data_diff_src].chunk_bytes = src_bytes;
+    }
+    return std::make_shared<const Plan>(std::move(plan));
 }
 
 // The same kernel on the same layouts as an earlier candidate (e.g. a plain layout that format
 // any picks anyway): nothing to measure.
 bool same_computation(const Plan &a, const Plan &b) {
-    if (a.impl != b.impl || a.compute != b.compute) return false;
+    if (a.impl != b.impl || a.compute != b.compute || a.batch_chunks != b.batch_chunks) return false;
     for (int i = 0; i < kMaxRoles; ++i) {
         if (a.roles[i].present != b.roles[i].present) return false;
         if (a.roles[i].present && a.roles[i].conversion.internal != b.roles[i].conversion.internal) return false;
@@ -303,12 +351,14 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
         if (!is_reference(plans[i]->impl)) usable.push_back(i);
     size_t chosen = usable.empty() ? 0 : usable.front();
     if (usable.size() > 1 && worth_timing(problem, plans)) {
-        // Within 3% the difference is noise: a near tie goes to the preferred candidate. The
-        // route the problem's twin with (or without) a bias took counts as a tie within 10%, so
-        // that a bias costs what it adds to one route rather than the noise between two (bench:
-        // bias/no-bias 1.06-1.45 on routes within 5% of each other; unet.up1 f32: two routes
-        // timed here at 11.2 and 11.5 ms, in the bench's cold calls 10 and 12 ms, and the bias
-        // and no-bias handles took either).
+        // Within 3% the difference is noise: a near tie goes to the preferred candidate; a route
+        // over batch chunks is taken within 5% (batch_chunks_allowed: what it saves an add
+        // request is worth more than the noise it may lose to a write). The route the problem's
+        // twin with (or without) a bias took counts as a tie within 10%, so that a bias costs
+        // what it adds to one route rather than the noise between two (bench: bias/no-bias
+        // 1.06-1.45 on routes within 5% of each other; unet.up1 f32: two routes timed here at
+        // 11.2 and 11.5 ms, in the bench's cold calls 10 and 12 ms, and the bias and no-bias
+        // handles took either).
         std::vector<const Plan *> timed;
         for (size_t i : usable) timed.push_back(plans[i].get());
         const std::vector<double> seconds = seconds_per_call(problem, timed);
@@ -318,8 +368,10 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
         size_t tie = usable.size();
         for (size_t k = 0; k < usable.size(); ++k)
             if (has_twin && routes[usable[k]] == twin && seconds[k] <= best * 1.10) tie = k;
-        for (size_t k = 0; k < usable.size() && tie == usable.size(); ++k)
-            if (seconds[k] <= (k == 0 ? best / 0.97 : best)) tie = k;
+        for (size_t k = 0; k < usable.size() && tie == usable.size(); ++k) {
+            const double margin = routes[usable[k]].batch_chunks > 1 ? 1.05 : k == 0 ? 1 / 0.97 : 1.0;
+            if (seconds[k] <= best * margin) tie = k;
+        }
         chosen = usable[tie];
     }
     decisions().remember(key, routes[chosen]);
@@ -332,20 +384,22 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
     // Candidates in order of preference: the problem's own data type first, oneDNN's
     // deconvolution first.
     std::vector<Route> candidates;
-    for (DataType compute : computes_allowed(problem.spec().dtype))
-        for (Formulation formulation : formulations_allowed(problem, pass)) {
-            if (formulation == Formulation::matrix_product) {
-                candidates.push_back({compute, formulation, DataLayout::any});
-                continue;
+    for (int64_t batch_chunks : batch_chunks_allowed(problem, pass)) {
+        for (DataType compute : computes_allowed(problem.spec().dtype))
+            for (Formulation formulation : formulations_allowed(problem, pass)) {
+                if (formulation == Formulation::matrix_product) {
+                    candidates.push_back({compute, formulation, DataLayout::any, batch_chunks});
+                    continue;
+                }
+                if (formulation == Formulation::subpixel) {
+                    for (DataLayout layout : subpixel_layouts_allowed(compute, pass))
+                        candidates.push_back({compute, formulation, layout, batch_chunks});
+                    continue;
+                }
+                for (DataLayout layout : data_layouts_allowed(compute))
+                    candidates.push_back({compute, formulation, layout, batch_chunks});
             }
-            if (formulation == Formulation::subpixel) {
-                for (DataLayout layout : subpixel_layouts_allowed(compute, pass))
-                    candidates.push_back({compute, formulation, layout});
-                continue;
-            }
-            for (DataLayout layout : data_layouts_allowed(compute))
-                candidates.push_back({compute, formulation, layout});
-        }
+    }
     try {
         return fastest_of(problem, pass, candidates);
     } catch (const Error &e) {
@@ -359,7 +413,7 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
         std::vector<Route> fallback;
         for (Route r : candidates) {
             if (bf16_only) r.compute = DataType::f32;
-            if (other_formulation) r = {r.compute, Formulation::deconvolution, DataLayout::any};
+            if (other_formulation) r = {r.compute, Formulation::deconvolution, DataLayout::any, r.batch_chunks};
             if (std::find(fallback.begin(), fallback.end(), r) == fallback.end()) fallback.push_back(r);
         }
         return fastest_of(problem, pass, fallback);
