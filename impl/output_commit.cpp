@@ -256,7 +256,7 @@ void commit_typed(const OutputCommit &c, const In *in, Out *out, const float *bi
     const ChannelBlocked &a = c.internal, &b = c.user;
     const int64_t elements = a.batch * a.channels * a.spatial[0] * a.spatial[1] * a.spatial[2];
     const bool stream = !add && static_cast<const void *>(in) != static_cast<const void *>(out) &&
-                        worth_streaming(elements * int64_t(sizeof(Out)));
+                        worth_streaming(elements * c.batch_chunks * int64_t(sizeof(Out)));
     // First, so that an in-place commit (same layout) is always element-wise.
     ChannelBlocked plain;
     if (same_plain_layout(a, b, plain)) return commit_same_plain_layout(plain, in, out, bias, add, stream);

@@ -27,6 +27,9 @@ ChannelBlocked describe(const dnnl::memory::desc &desc);
 // internal copy, the destination.
 struct OutputCommit {
     ChannelBlocked internal, user;
+    // The tensors are one of this many equal parts of the caller's (Plan::batch_chunks): a
+    // write streams by the size of the whole, which leaves the cache anyway.
+    int64_t batch_chunks = 1;
     bool usable() const { return internal.usable && user.usable; }
     // Channel blocks (or channels-last) into channels-first planes: a tiled transpose, faster
     // than oneDNN 2.6's reorders when it also adds into the caller's buffer.

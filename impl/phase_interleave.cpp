@@ -240,7 +240,7 @@ void commit_dispatch(const PhaseSplit &s, const void *conv, void *user, const fl
     const bool uniform = (run * int64_t(sizeof(Out))) % 64 == 0 && (step * int64_t(sizeof(Out))) % 64 == 0;
     if (add)
         commit_typed<true, false>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);
-    else if (uniform && s.conv_channels_last && worth_streaming(elements * int64_t(sizeof(Out))))
+    else if (uniform && s.conv_channels_last && worth_streaming(elements * s.batch_chunks * int64_t(sizeof(Out))))
         commit_typed<false, true>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);
     else
         commit_typed<false, false>(s, static_cast<const In *>(conv), static_cast<Out *>(user), bias);

@@ -23,6 +23,7 @@ namespace libdeconv {
 
 struct PhaseSplit {
     int rank = 1;
+    int64_t batch_chunks = 1; // as OutputCommit::batch_chunks, for the merge
     int64_t batch = 1, groups = 1, in_per_group = 1, out_per_group = 1;
     int64_t phases = 1;   // s_1 * ... * s_r
     int64_t taps = 1;     // M_1 * ... * M_r

@@ -280,12 +280,15 @@ std::shared_ptr<const Plan> build(const Problem &problem, Pass pass, Route route
     plan.batch_chunks = route.batch_chunks;
     plan.impl += " (batch in " + std::to_string(route.batch_chunks) + " chunks)";
     const size_t src_bytes = chunk.src_elems() * chunk.element_bytes(), dst_bytes = chunk.dst_elems() * chunk.element_bytes();
-    if (pass == Pass::forward) {
-        plan.roles[role::fwd_src].chunk_bytes = src_bytes;
-        plan.roles[role::fwd_dst].chunk_bytes = dst_bytes;
-    } else {
-        plan.roles[role::bwd_data_diff_dst].chunk_bytes = dst_bytes;
-        plan.roles[role::bwd_data_diff_src].chunk_bytes = src_bytes;
+    const bool forward = pass == Pass::forward;
+    plan.roles[forward ? role::fwd_src : role::bwd_data_diff_dst].chunk_bytes = forward ? src_bytes : dst_bytes;
+    Role &output = plan.roles[forward ? role::fwd_dst : role::bwd_data_diff_src];
+    output.chunk_bytes = forward ? dst_bytes : src_bytes;
+    output.commit.batch_chunks = route.batch_chunks;
+    if (output.phases) {
+        auto phases = std::make_shared<PhaseSplit>(*output.phases);
+        phases->batch_chunks = route.batch_chunks;
+        output.phases = std::move(phases);
     }
     return std::make_shared<const Plan>(std::move(plan));
 }
