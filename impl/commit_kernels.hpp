@@ -320,11 +320,13 @@ inline bool has_avx512() {
     return has;
 }
 
-// out[i] (=|+=) in[i] + bias over `count` elements; bias is one value (step 0) or a vector.
-// Stream: non-temporal stores from the first cache line of out on (the part before it plain);
-// see end_streaming.
+// out[i] (=|+=) in[i] + bias over `count` elements; bias is one value (step 0) or a vector,
+// with bias_period > 0 one of that many elements repeated (a multiple of 16: channels-last
+// pixels, which a run then holds many of). Stream: non-temporal stores from the first cache
+// line of out on (the part before it plain); see end_streaming. Not with a bias period.
 template <bool Add, bool Stream, typename In, typename Out>
-LIBDECONV_AVX512 void commit_run_avx512(const In *in, Out *out, int64_t count, const float *bias, int64_t bias_step) {
+LIBDECONV_AVX512 void commit_run_avx512(const In *in, Out *out, int64_t count, const float *bias, int64_t bias_step,
+        int64_t bias_period) {
     static_assert(!(Add && Stream), "an add reads the destination anyway");
     const uintptr_t address = reinterpret_cast<uintptr_t>(out);
     // Elements before the first line: a short first step aligns the others (16 elements are a
@@ -332,11 +334,13 @@ LIBDECONV_AVX512 void commit_run_avx512(const In *in, Out *out, int64_t count, c
     int64_t head = 16;
     if (Stream && address % sizeof(Out) == 0) head = (64 - address % 64) % 64 / sizeof(Out) % 16;
     if (head == 0) head = 16;
+    int64_t at = 0; // in the bias period
     for (int64_t i = 0, step = head; i < count; i += step, step = 16) {
         const int64_t n = std::min<int64_t>(step, count - i);
         const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
         __m512 v = load_masked(in + i, m);
-        if (bias) v = _mm512_add_ps(v, bias_step ? load_masked(bias + i, m) : _mm512_set1_ps(*bias));
+        if (bias) v = _mm512_add_ps(v, bias_step ? load_masked(bias + (bias_period ? at : i), m) : _mm512_set1_ps(*bias));
+        if (bias_period && (at += 16) == bias_period) at = 0;
         if (Add) v = _mm512_add_ps(v, load_masked(out + i, m));
         if (Stream && n == 16 && step == 16 && (address + i * sizeof(Out)) % (16 * sizeof(Out)) == 0)
             stream_full(out + i, v);
@@ -346,10 +350,10 @@ LIBDECONV_AVX512 void commit_run_avx512(const In *in, Out *out, int64_t count, c
 }
 
 template <bool Add, bool Stream = false, typename In, typename Out>
-void commit_run(const In *in, Out *out, int64_t count, const float *bias, int64_t bias_step) {
-    if (has_avx512()) return commit_run_avx512<Add, Stream>(in, out, count, bias, bias_step);
+void commit_run(const In *in, Out *out, int64_t count, const float *bias, int64_t bias_step, int64_t bias_period = 0) {
+    if (has_avx512()) return commit_run_avx512<Add, Stream>(in, out, count, bias, bias_step, bias_period);
     for (int64_t i = 0; i < count; ++i) {
-        const float v = load(in, i) + (bias ? bias[i * bias_step] : 0.f);
+        const float v = load(in, i) + (bias ? bias[(bias_period ? i % bias_period : i) * bias_step] : 0.f);
         store(out, i, Add ? load(out, i) + v : v);
     }
 }
