@@ -33,7 +33,9 @@ suite() {
         summary+=("$name: build FAILED"); failed=1; return
     fi
     local log="$dir/ctest-output.log"
-    ctest --test-dir "$dir" --output-on-failure --no-tests=error "${select[@]}" 2>&1 | tee "$log"
+    # Two tests at a time on two cores: every OpenMP test runs with OMP_WAIT_POLICY=PASSIVE (see
+    # tests/cpp/CMakeLists.txt), and tests that time threads are RUN_SERIAL.
+    ctest --test-dir "$dir" --output-on-failure --no-tests=error -j"$jobs" "${select[@]}" 2>&1 | tee "$log"
     local rc=${PIPESTATUS[0]}
     local line
     line=$(grep -E 'tests passed|No tests were found' "$log" | tail -1)
