@@ -33,8 +33,9 @@ suite() {
         summary+=("$name: build FAILED"); failed=1; return
     fi
     local log="$dir/ctest-output.log"
-    # Two tests at a time on two cores: every OpenMP test runs with OMP_WAIT_POLICY=PASSIVE (see
-    # tests/cpp/CMakeLists.txt), and tests that time threads are RUN_SERIAL.
+    # Two tests at a time on two cores: the GoogleTest, fault and fuzz entries wait passively
+    # (OMP_WAIT_POLICY=PASSIVE, see tests/cpp/CMakeLists.txt), and the test that times threads
+    # is RUN_SERIAL.
     ctest --test-dir "$dir" --output-on-failure --no-tests=error -j"$jobs" "${select[@]}" 2>&1 | tee "$log"
     local rc=${PIPESTATUS[0]}
     local line
