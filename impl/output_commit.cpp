@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <numeric>
 
 namespace libdeconv {
 namespace {
@@ -127,22 +128,30 @@ void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, c
     const int64_t pixels = d.spatial[0] * d.spatial[1] * d.spatial[2];
     const bool channels_last = d.block > 1; // as_one_block
     // Planes: a channel's pixels (ncx) or an image (nxc), in runs of about kChunk elements; on
-    // channels-last data whole pixels, many where their channels fill whole vectors (the bias
-    // then repeats within the run: bilinear.dw's 64 channels one pixel a run took 2.07 ms in bf16
-    // with its bias, 1.2 without), else one.
-    constexpr int64_t kChunk = 4096;
-    const bool periodic_bias = channels_last && d.channels % 16 == 0;
+    // channels-last data whole pixels, many of them: the bias then repeats within a run with a
+    // period of whole vectors, the channels or, where they do not fill vectors, the bias laid out
+    // lcm(channels, 16) long. One pixel a run cost bilinear.dw's 64 channels 2.07 ms in bf16 with
+    // its bias against 1.2 without, and tiny.latency's 8 channels (64 runs of 8) 0.4-0.5 us of
+    // its 2 us call.
+    constexpr int64_t kChunk = 4096, kMaxRepeatedBias = 1024;
+    const int64_t period = channels_last ? std::lcm<int64_t>(d.channels, 16) : 0;
+    const bool periodic = channels_last && (period == d.channels || period <= kMaxRepeatedBias);
+    float repeated_bias[kMaxRepeatedBias]; // on the caller's stack: no allocation in a commit
+    if (bias && periodic && period != d.channels) {
+        for (int64_t i = 0; i < period; ++i) repeated_bias[i] = bias[i % d.channels];
+        bias = repeated_bias;
+    }
     const int64_t plane_size = channels_last ? pixels * d.channels : pixels;
     const int64_t run = !channels_last ? std::min(pixels, kChunk)
-                        : periodic_bias ? std::max<int64_t>(1, kChunk / d.channels) * d.channels
-                                        : d.channels;
+                        : periodic     ? std::max<int64_t>(1, kChunk / period) * period
+                                       : d.channels;
     // Streamed only where every run starts at the same place within a cache line (see
     // commit_blocked_to_planes), and never channels-last: bilinear.dw's 25 MB f32 output (64
     // channels) took 4.2-6.2 ms streamed one pixel a run, 1.7-1.8 ms with plain stores.
     stream &= !channels_last && pixels * int64_t(sizeof(Out)) % 64 == 0;
     const int64_t runs_per_plane = (plane_size + run - 1) / run;
     const int64_t planes = d.batch * (channels_last ? 1 : d.channels);
-    const int64_t bias_step = channels_last ? 1 : 0, bias_period = periodic_bias ? d.channels : 0;
+    const int64_t bias_step = channels_last ? 1 : 0, bias_period = periodic ? period : 0;
     in_parallel(d.batch * d.channels * pixels >= kParallelElements, [&] {
 #pragma omp for schedule(static) nowait
         for (int64_t job = 0; job < planes * runs_per_plane; ++job) {
