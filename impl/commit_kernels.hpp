@@ -418,6 +418,11 @@ LIBDECONV_AVX512 void copy_channel_run_avx512(const In *from, int64_t from_step,
             }
         }
         const __m512 beta = bias && read ? load_masked(bias + k0, read_mask) : _mm512_setzero_ps();
+        // An add reads the next pixel's destination before this pixel's store: a masked store
+        // of fewer lanes than the vector (8 f32 channels) overlaps that read in its full width,
+        // which then waits for the store (tiny.latency channels-last backward data: the add took
+        // 0.45 us more than the write of a 2.2 us call).
+        __m512 ahead = Add ? load_masked(to + p0 * to_step + k0, store_mask) : _mm512_setzero_ps();
         for (int64_t p = p0; p < p1; ++p) {
             const __m512 v = read ? load_masked(from + p * from_step + k0, read_mask) : _mm512_setzero_ps();
             Out *at = to + p * to_step + k0;
@@ -426,7 +431,10 @@ LIBDECONV_AVX512 void copy_channel_run_avx512(const In *from, int64_t from_step,
                 continue;
             }
             __m512 x = bias ? _mm512_add_ps(v, beta) : v;
-            if (Add) x = _mm512_add_ps(x, load_masked(at, store_mask));
+            if (Add) {
+                x = _mm512_add_ps(x, ahead);
+                if (p + 1 < p1) ahead = load_masked(at + to_step, store_mask);
+            }
             store_masked(at, store_mask, x);
         }
     }
