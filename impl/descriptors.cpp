@@ -277,6 +277,25 @@ memory::desc user_weights_desc(const Problem &p) {
     return memory::desc(geometry(p).weights, onednn_type(s.dtype), t);
 }
 
+std::string layout_name(const memory::desc &md) {
+    const dnnl_memory_desc_t &d = md.data;
+    if (d.format_kind != dnnl_blocked || d.ndims < 3 || d.ndims > 5) return "?";
+    const std::string names = std::string("nc") + (d.ndims == 3 ? "w" : d.ndims == 4 ? "hw" : "dhw");
+    const dnnl_blocking_desc_t &b = d.format_desc.blocking;
+    std::vector<int> order(d.ndims);
+    for (int i = 0; i < d.ndims; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return b.strides[x] > b.strides[y]; });
+    std::string name;
+    for (int i : order) {
+        bool blocked = false;
+        for (int k = 0; k < b.inner_nblks; ++k) blocked |= b.inner_idxs[k] == i;
+        name += blocked ? static_cast<char>(names[i] - 'a' + 'A') : names[i];
+    }
+    for (int k = 0; k < b.inner_nblks; ++k) name += std::to_string(b.inner_blks[k]) + names[b.inner_idxs[k]];
+    return name;
+}
+
+
 Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formulation, DataLayout data_layout) {
     static std::atomic<uint64_t> next_id{1};
     const Geometry g = geometry(p, data_layout);
@@ -320,6 +339,9 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
         case Pass::backward_data: make_backward_data(plan, p, g, type); break;
         case Pass::backward_weights: make_backward_weights(plan, p, g, type); break;
         }
+        // Which of the layouts a route may ask for the kernel got (role 0 is the data it reads in
+        // every pass): kernels of one name run several times faster in one than in another.
+        plan.impl += " on " + layout_name(plan.roles[0].conversion.internal);
     }
     lay_out_workspace(plan);
     return plan;

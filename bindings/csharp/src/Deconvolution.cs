@@ -92,7 +92,7 @@ namespace Deconv
             handle.Dispose();
         }
 
-        /// <summary>The oneDNN implementation of a pass, e.g. "jit:avx512_core".</summary>
+        /// <summary>The oneDNN implementation of a pass, e.g. "jit:avx512_core on nChw16c".</summary>
         /// <exception cref="DeconvException">A pass the handle lacks (backward of an inference
         /// handle), or a disposed handle.</exception>
         public string ImplName(Pass pass)

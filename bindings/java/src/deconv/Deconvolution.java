@@ -125,7 +125,7 @@ public final class Deconvolution implements AutoCloseable {
     }
 
     /**
-     * The oneDNN implementation chosen for a pass (e.g. "jit:avx512_core"); throws
+     * The oneDNN implementation chosen for a pass (e.g. "jit:avx512_core on nChw16c"); throws
      * DeconvException for a pass the handle lacks (the backward passes of an INFERENCE handle).
      */
     public String implName(Pass pass) {
