@@ -288,7 +288,10 @@ void Report::row(const Row &r) {
                 std::printf(" %10s %10s %9s %10s", "n/a", "n/a", "", "");
         }
         std::printf("  %s", r.impl.c_str());
-        if (o_.onednn && !r.dnn_impl.empty() && r.dnn_impl != r.impl) std::printf(" (oneDNN: %s)", r.dnn_impl.c_str());
+        // The library's name adds the layout and the batch chunks to oneDNN's ("jit:avx512_core
+        // on nChw16c (batch in 8 chunks)"): oneDNN's is shown where it picked another kernel.
+        const std::string same_kernel = r.impl.substr(0, r.impl.find(' '));
+        if (o_.onednn && !r.dnn_impl.empty() && r.dnn_impl != same_kernel) std::printf(" (oneDNN: %s)", r.dnn_impl.c_str());
         if (o_.onednn && (r.kernel.ok || r.plain.ok)) std::printf(" {%s}", r.reorders.c_str());
         if (o_.onednn && !r.kernel.error.empty()) std::printf(" (oneDNN failed: %s)", r.kernel.error.c_str());
         std::printf("\n");

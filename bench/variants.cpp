@@ -132,6 +132,11 @@ RatioTable bias_table(const std::vector<Workload> &workloads, const Options &o, 
                                                 o);
                 r.num = x[0];
                 r.den = x[1];
+                // Handles of one problem with and without a bias may take different routes.
+                const char *biased = deconv_impl_name(with.inf.h, DECONV_PASS_FORWARD);
+                const char *unbiased = deconv_impl_name(without.inf.h, DECONV_PASS_FORWARD);
+                if (biased && unbiased && std::string(biased) != unbiased)
+                    r.info = std::string("bias: ") + biased + "; no bias: " + unbiased;
                 if (o.onednn) {
                     try {
                         std::unique_ptr<Baseline> kb = make_baseline(FWD, w, dt, l, with.b, true);
