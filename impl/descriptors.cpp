@@ -295,7 +295,6 @@ std::string layout_name(const memory::desc &md) {
     return name;
 }
 
-
 Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formulation, DataLayout data_layout) {
     static std::atomic<uint64_t> next_id{1};
     const Geometry g = geometry(p, data_layout);
