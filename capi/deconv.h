@@ -152,8 +152,9 @@ DECONV_EXPORT deconv_status deconv_backward(deconv *handle, const void *src, con
 
 /* The oneDNN implementation chosen for a pass and, for oneDNN's deconvolution, the layout its data
  * is in (e.g. "jit:avx512_core on nChw16c", "matmul:brg:avx512_core",
- * "jit:avx512_core on nhwc (batch in 8 chunks)"), valid for the handle's lifetime; NULL (with deconv_last_error set) for a NULL handle or a pass the handle lacks
- * (backward passes of an inference handle). */
+ * "jit:avx512_core on nhwc (batch in 8 chunks)"), valid for the handle's lifetime; NULL (with
+ * deconv_last_error set) for a NULL handle or a pass the handle lacks (backward passes of an
+ * inference handle). */
 DECONV_EXPORT const char *deconv_impl_name(const deconv *handle, deconv_pass pass);
 
 /* Message of the last failed call on this thread ("" if none). */
