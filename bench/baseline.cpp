@@ -3,10 +3,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
-#include <cctype>
-#include <numeric>
 
 #include "bench.h"
+#include "layout_name.hpp"
 
 namespace bench {
 namespace {
@@ -106,24 +105,6 @@ memory packed(const memory &user, const memory::desc &md) {
 
 // oneDNN-style name of a data layout: dims outermost first, blocked dims in capitals, then the
 // inner blocks ("nchw", "nhwc", "nChw16c", "NCdhw16n16c").
-std::string describe(const memory::desc &md) {
-    const dnnl_memory_desc_t &d = md.data;
-    if (d.format_kind != dnnl_blocked || d.ndims < 3 || d.ndims > 5) return "?";
-    const char *names = d.ndims == 3 ? "ncw" : d.ndims == 4 ? "nchw" : "ncdhw";
-    const auto &bk = d.format_desc.blocking;
-    std::vector<int> order(size_t(d.ndims));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bk.strides[a] > bk.strides[b]; });
-    std::string s;
-    for (int i : order) {
-        bool blocked = false;
-        for (int k = 0; k < bk.inner_nblks; k++) blocked |= bk.inner_idxs[k] == i;
-        s += blocked ? char(std::toupper(names[i])) : names[i];
-    }
-    for (int k = 0; k < bk.inner_nblks; k++) s += std::to_string(bk.inner_blks[k]) + names[bk.inner_idxs[k]];
-    return s;
-}
-
 std::string join(const std::vector<std::pair<const char *, bool>> &v) {
     std::string s;
     for (const auto &e : v)
@@ -144,8 +125,8 @@ public:
         dst_k_ = memory(pd_.dst_desc(), E().eng);
         impl = pd_.impl_info_str();
         reorders = join({{"src", src_.needed}, {"dst", dst_.needed}});
-        src_fmt = describe(pd_.src_desc());
-        dst_fmt = describe(pd_.dst_desc());
+        src_fmt = libdeconv::layout_name(pd_.src_desc());
+        dst_fmt = libdeconv::layout_name(pd_.dst_desc());
         data_layouts_match = !src_.needed && !dst_.needed;
     }
     void kernel() override {
@@ -190,8 +171,8 @@ public:
         dsrc_k_ = memory(pd_.diff_src_desc(), E().eng);
         impl = pd_.impl_info_str();
         reorders = join({{"diff_dst", ddst_.needed}, {"weights", wei_.needed}, {"diff_src", dsrc_.needed}});
-        src_fmt = describe(pd_.diff_src_desc());
-        dst_fmt = describe(pd_.diff_dst_desc());
+        src_fmt = libdeconv::layout_name(pd_.diff_src_desc());
+        dst_fmt = libdeconv::layout_name(pd_.diff_dst_desc());
         data_layouts_match = !ddst_.needed && !dsrc_.needed;
     }
     void kernel() override {
@@ -254,8 +235,8 @@ public:
         dwei_k_ = memory(pd_.diff_weights_desc(), E().eng);
         impl = pd_.impl_info_str();
         reorders = join({{"src", src_.needed}, {"diff_dst", ddst_.needed}, {"diff_weights", dwei_.needed}});
-        src_fmt = describe(pd_.src_desc());
-        dst_fmt = describe(pd_.diff_dst_desc());
+        src_fmt = libdeconv::layout_name(pd_.src_desc());
+        dst_fmt = libdeconv::layout_name(pd_.diff_dst_desc());
         data_layouts_match = !src_.needed && !ddst_.needed;
     }
     void kernel() override {

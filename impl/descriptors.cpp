@@ -3,6 +3,7 @@
 #include "engine.hpp"
 #include "error.hpp"
 #include "gemm_formulation.hpp"
+#include "layout_name.hpp"
 #include "plan_building.hpp"
 #include "subpixel_formulation.hpp"
 #include "threads.hpp"
@@ -275,24 +276,6 @@ memory::desc user_weights_desc(const Problem &p) {
     static const tag grouped[] = {tag::acbd, tag::acbde, tag::acbdef};
     const tag t = s.groups > 1 ? grouped[s.rank - 1] : plain[s.rank - 1];
     return memory::desc(geometry(p).weights, onednn_type(s.dtype), t);
-}
-
-std::string layout_name(const memory::desc &md) {
-    const dnnl_memory_desc_t &d = md.data;
-    if (d.format_kind != dnnl_blocked || d.ndims < 3 || d.ndims > 5) return "?";
-    const std::string names = std::string("nc") + (d.ndims == 3 ? "w" : d.ndims == 4 ? "hw" : "dhw");
-    const dnnl_blocking_desc_t &b = d.format_desc.blocking;
-    std::vector<int> order(d.ndims);
-    for (int i = 0; i < d.ndims; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return b.strides[x] > b.strides[y]; });
-    std::string name;
-    for (int i : order) {
-        bool blocked = false;
-        for (int k = 0; k < b.inner_nblks; ++k) blocked |= b.inner_idxs[k] == i;
-        name += blocked ? static_cast<char>(names[i] - 'a' + 'A') : names[i];
-    }
-    for (int k = 0; k < b.inner_nblks; ++k) name += std::to_string(b.inner_blks[k]) + names[b.inner_idxs[k]];
-    return name;
 }
 
 Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formulation, DataLayout data_layout) {

@@ -113,11 +113,6 @@ enum class Formulation { deconvolution, matrix_product, subpixel };
 // and output are.
 enum class DataLayout { any, channels_first, channels_last };
 
-// A data layout as oneDNN's format tags name it (nchw, nhwc, nChw16c): the dims from outermost to
-// innermost, blocked ones in capitals, then the blocks; "?" for what is not a blocked 3-5D layout.
-// deconv_impl_name adds it to a deconvolution kernel's name.
-std::string layout_name(const dnnl::memory::desc &md);
-
 // Throws Error(unsupported) when this compute type or formulation cannot run the problem.
 Plan make_plan(const Problem &problem, Pass pass, DataType compute, Formulation formulation,
         DataLayout data_layout = DataLayout::any);

@@ -1,6 +1,6 @@
 // The layout part of deconv_impl_name: oneDNN's format tags spelled out from a descriptor's
 // strides and blocks.
-#include "descriptors.hpp"
+#include "layout_name.hpp"
 
 #include <gtest/gtest.h>
 
