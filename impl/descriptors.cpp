@@ -1,5 +1,6 @@
 #include "descriptors.hpp"
 
+#include "depthwise_formulation.hpp"
 #include "engine.hpp"
 #include "error.hpp"
 #include "gemm_formulation.hpp"
@@ -303,6 +304,8 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
                                          "without dilation");
     if (formulation == Formulation::matrix_product && data_layout != DataLayout::any)
         throw Error(Status::unsupported, "the matmul formulation lays out its matrices itself");
+    if (formulation == Formulation::depthwise && data_layout != DataLayout::any)
+        throw Error(Status::unsupported, "the depthwise kernel lays out its data itself");
     const dt type = onednn_type(compute);
     Plan plan;
     plan.id = next_id++;
@@ -310,7 +313,9 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     plan.compute = compute;
     plan.single_threaded = runs_single_threaded(p);
     SingleThreaded scope(plan.single_threaded);
-    if (subpixel) {
+    if (formulation == Formulation::depthwise) {
+        make_depthwise(plan, p, pass, compute);
+    } else if (subpixel) {
         make_subpixel(plan, p, pass, type, data_layout == DataLayout::channels_first);
     } else if (!deconvolution) {
         if (!make_matrix_product(plan, p, pass, type))

@@ -17,6 +17,8 @@
 
 namespace libdeconv {
 
+class DepthwiseForward;
+
 // Moves a tensor between the caller's plain layout and the primitive's layout.
 struct Conversion {
     dnnl::memory::desc user, internal;
@@ -96,15 +98,19 @@ struct Plan {
     // the internal copy of a large output then stays in cache between the kernel and the commit
     // that reads it back (an add request's copy and add pass).
     int64_t batch_chunks = 1;
+    // Our own kernel instead of `primitive` (depthwise_formulation.hpp); it adds into its output
+    // itself, so it also stands for `accumulating`.
+    std::shared_ptr<const DepthwiseForward> depthwise;
 };
 
 // Bytes of the caller's buffer for role `index` over the whole batch.
 size_t caller_bytes(const Plan &plan, int index);
 
 // How a pass is computed: oneDNN's deconvolution primitive, a matmul where the problem is a
-// matrix product (gemm_formulation.hpp), or for the forward and weight-gradient passes a
-// convolution over the output's phases (subpixel_formulation.hpp).
-enum class Formulation { deconvolution, matrix_product, subpixel };
+// matrix product (gemm_formulation.hpp), for the forward and weight-gradient passes a
+// convolution over the output's phases (subpixel_formulation.hpp), or for the forward pass of a
+// depthwise problem our own kernel (depthwise_formulation.hpp).
+enum class Formulation { deconvolution, matrix_product, subpixel, depthwise };
 
 // The data layout a deconvolution primitive is asked for: whatever it likes best (format any),
 // or a plain one. Format any is not always fastest: for 3 output channels it picks blocks of 16

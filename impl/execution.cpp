@@ -1,6 +1,7 @@
 #include "execution.hpp"
 
 #include "bf16.hpp"
+#include "depthwise_formulation.hpp"
 #include "engine.hpp"
 #include "threads.hpp"
 #include "workspace.hpp"
@@ -77,7 +78,7 @@ void reorder(const dnnl::reorder &r, dnnl::stream &stream, const dnnl::memory &f
 // channels-last forward f32, 8 chunks: 1.7-1.8 ms against 3.1-4.0 adding in place afterwards).
 bool in_place(const Plan &plan, const Role &r, const Tensor &t) {
     if (plan.bias_in_commit && plan.batch_chunks > 1) return false;
-    const bool request_in_place = t.req == Req::write || (t.req == Req::add && plan.accumulating);
+    const bool request_in_place = t.req == Req::write || (t.req == Req::add && (plan.accumulating || plan.depthwise));
     return r.output && !r.merge && r.conversion.identical && request_in_place;
 }
 
@@ -164,7 +165,12 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
         stream.wait();
         std::memset(workspace, 0, plan.scratchpad_bytes);
     }
-    run(accumulate ? plan.accumulating : plan.primitive, stream, args, count);
+    if (plan.depthwise) {
+        stream.wait(); // the input reorders
+        run_depthwise(plan, args, count, accumulate);
+    } else {
+        run(accumulate ? plan.accumulating : plan.primitive, stream, args, count);
+    }
 
     for (int i = 0; i < kMaxRoles; ++i) {
         const Role &r = plan.roles[i];

@@ -1,6 +1,7 @@
 #include "route.hpp"
 
 #include "cpu_wait.hpp"
+#include "depthwise_formulation.hpp"
 #include "error.hpp"
 #include "execution.hpp"
 #include "gemm_formulation.hpp"
@@ -109,8 +110,10 @@ std::vector<Formulation> formulations_allowed(const Problem &problem, Pass pass)
     std::vector<Formulation> allowed{Formulation::deconvolution};
     if (is_matrix_product(problem)) allowed.push_back(Formulation::matrix_product);
     if (pass != Pass::backward_data && is_subpixel_candidate(problem)) allowed.push_back(Formulation::subpixel);
+    if (pass == Pass::forward && is_depthwise_candidate(problem)) allowed.push_back(Formulation::depthwise);
     static const std::pair<const char *, Formulation> names[] = {{"deconvolution", Formulation::deconvolution},
-            {"matmul", Formulation::matrix_product}, {"subpixel", Formulation::subpixel}};
+            {"matmul", Formulation::matrix_product}, {"subpixel", Formulation::subpixel},
+            {"depthwise", Formulation::depthwise}};
     for (const auto &name : names)
         if (pinned && std::strcmp(pinned, name.first) == 0)
             return std::find(allowed.begin(), allowed.end(), name.second) != allowed.end()
@@ -390,7 +393,8 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
     for (int64_t batch_chunks : batch_chunks_allowed(problem, pass)) {
         for (DataType compute : computes_allowed(problem.spec().dtype))
             for (Formulation formulation : formulations_allowed(problem, pass)) {
-                if (formulation == Formulation::matrix_product) {
+                if (formulation == Formulation::matrix_product || formulation == Formulation::depthwise) {
+                    if (formulation == Formulation::depthwise && compute != problem.spec().dtype) continue;
                     candidates.push_back({compute, formulation, DataLayout::any, batch_chunks});
                     continue;
                 }

@@ -14,9 +14,10 @@
 
 namespace libdeconv {
 
-// DECONV_BF16_COMPUTE=bf16|f32 and DECONV_FORMULATION=deconvolution|matmul|subpixel force a route
-// (for tests and reproducibility) where it can run the problem (bf16 falls back to f32 where no
-// bf16 kernel does, matmul and subpixel to deconvolution for passes they do not compute); default:
+// DECONV_BF16_COMPUTE=bf16|f32 and DECONV_FORMULATION=deconvolution|matmul|subpixel|depthwise
+// force a route (for tests and reproducibility) where it can run the problem (bf16 falls back to
+// f32 where no bf16 kernel does, the other formulations to deconvolution for passes and problems
+// they do not compute); default:
 // measured. A measured route is remembered for the process
 // (the last 65536 problems and passes), so a problem keeps its route and its exact results when
 // its plan is evicted and made again, and threads creating the same new problem at once agree.

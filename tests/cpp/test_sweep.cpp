@@ -140,6 +140,8 @@ void check_out(const char* what, Out& o, const Expected& e, deconv_dtype dt, ToC
 // it on AMX (where its bf16 weight gradient takes channels-last data).
 int subpixel_forwards = 0, subpixel_weight_gradients = 0;
 bool subpixel_on_amx = false;
+// Forward passes that ran as the library's own depthwise kernel (impl/depthwise_formulation.hpp).
+int depthwise_forwards = 0;
 
 bool pinned_to(const char* formulation) {
     const char* pinned = std::getenv("DECONV_FORMULATION");
@@ -175,6 +177,7 @@ void run_case(int index, const Problem& p, deconv_dtype dt, deconv_layout l, std
     subpixel_forwards += forward_impl.rfind("subpixel:", 0) == 0;
     subpixel_on_amx |= forward_impl.rfind("subpixel:", 0) == 0 && forward_impl.find("amx") != std::string::npos;
     subpixel_weight_gradients += std::string(train.impl(DECONV_PASS_BACKWARD_WEIGHTS)).rfind("subpixel:", 0) == 0;
+    depthwise_forwards += forward_impl.rfind("libdeconv_dw:", 0) == 0;
 
     // Forward, on an inference handle half of the time. Requests in a random order, so that
     // the state left by one call cannot make the next look right.
@@ -233,6 +236,7 @@ class Sweep : public ::testing::TestWithParam<int> {};
 
 TEST_P(Sweep, AllPassesAllRequests) {
     const int subpixel_before = subpixel_forwards, gradients_before = subpixel_weight_gradients;
+    const int depthwise_before = depthwise_forwards;
     for (int i = GetParam() * kPerShard; i < (GetParam() + 1) * kPerShard; ++i) {
         std::mt19937_64 rng(kSeed + i);
         const Problem p = random_problem(rng);
@@ -250,6 +254,10 @@ TEST_P(Sweep, AllPassesAllRequests) {
         if (subpixel_on_amx && !std::getenv("DECONV_DATA_LAYOUT")) {
             EXPECT_GT(subpixel_weight_gradients - gradients_before, 0);
         }
+    }
+    // Pinned, every depthwise problem's forward pass (a quarter of the cases) runs it.
+    if (pinned_to("depthwise")) {
+        EXPECT_GT(depthwise_forwards - depthwise_before, 0);
     }
 }
 

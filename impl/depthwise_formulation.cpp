@@ -1,0 +1,95 @@
+#include "depthwise_formulation.hpp"
+
+#include "depthwise_forward.hpp"
+#include "error.hpp"
+#include "plan_building.hpp"
+
+namespace libdeconv {
+namespace {
+
+using memory = dnnl::memory;
+using dt = memory::data_type;
+
+DepthwiseShape shape_of(const Problem &p) {
+    const Spec &s = p.spec();
+    DepthwiseShape d;
+    d.batch = s.batch;
+    d.channels = s.out_channels;
+    const int lead = 3 - s.rank; // 1D and 2D problems in the trailing dims
+    for (int i = 0; i < s.rank; ++i) {
+        d.in[lead + i] = s.in_size[i];
+        d.out[lead + i] = p.out_size()[i];
+        d.kernel[lead + i] = s.kernel[i];
+        d.stride[lead + i] = s.stride[i];
+        d.pad[lead + i] = p.pad()[i];
+        d.dilate[lead + i] = s.dilate[i];
+    }
+    return d;
+}
+
+// The caller's weights (G, 1, 1, k...) as the kernel's f32 (k..., G): a reorder's destination.
+memory::desc kernel_weights_desc(const memory::desc &user) {
+    const memory::dims dims = user.dims();
+    memory::dims strides(dims.size());
+    memory::dim step = dims[0];
+    for (size_t i = dims.size(); i-- > 3;) {
+        strides[i] = step;
+        step *= dims[i];
+    }
+    strides[0] = 1;
+    strides[1] = strides[2] = step;
+    return memory::desc(dims, dt::f32, strides);
+}
+
+const void *handle(const dnnl_exec_arg_t *args, int count, int arg) {
+    for (int i = 0; i < count; ++i) {
+        if (args[i].arg != arg) continue;
+        void *data = nullptr;
+        dnnl::error::wrap_c_api(dnnl_memory_get_data_handle(args[i].memory, &data), "could not get a data handle");
+        return data;
+    }
+    return nullptr;
+}
+
+} // namespace
+
+bool is_depthwise_candidate(const Problem &p) {
+    const Spec &s = p.spec();
+    return s.groups > 1 && s.in_channels == s.groups && s.out_channels == s.groups
+            && DepthwiseForward::supports(shape_of(p));
+}
+
+void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute) {
+    const Spec &s = p.spec();
+    if (pass != Pass::forward || !is_depthwise_candidate(p))
+        throw Error(Status::unsupported, "the depthwise kernel computes forward passes of depthwise problems");
+    if (compute != s.dtype)
+        throw Error(Status::unsupported, "the depthwise kernel computes in the problem's own data type");
+    const dt type = onednn_type(compute);
+    plan.depthwise = std::make_shared<const DepthwiseForward>(shape_of(p));
+    plan.impl = "libdeconv_dw:avx512_core";
+    auto channels_last = [&](const memory::desc &user) {
+        return memory::desc(user.dims(), type, plain_data_tag(user.dims().size(), true));
+    };
+    const memory::desc src = user_data_desc(p, false), dst = user_data_desc(p, true), weights = user_weights_desc(p);
+    add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, src, channels_last(src));
+    add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights, kernel_weights_desc(weights));
+    if (s.bias)
+        add_role(plan, role::fwd_bias, DNNL_ARG_BIAS, false, memory::desc({s.out_channels}, type, memory::format_tag::a),
+                memory::desc({s.out_channels}, dt::f32, memory::format_tag::a));
+    add_role(plan, role::fwd_dst, DNNL_ARG_DST, true, dst, channels_last(dst));
+}
+
+void run_depthwise(const Plan &plan, const dnnl_exec_arg_t *args, int count, bool accumulate) {
+    const auto *src = handle(args, count, DNNL_ARG_SRC);
+    const auto *weights = static_cast<const float *>(handle(args, count, DNNL_ARG_WEIGHTS));
+    const auto *bias = static_cast<const float *>(handle(args, count, DNNL_ARG_BIAS));
+    auto *dst = const_cast<void *>(handle(args, count, DNNL_ARG_DST));
+    if (plan.compute == DataType::bf16)
+        plan.depthwise->run(static_cast<const uint16_t *>(src), weights, bias, static_cast<uint16_t *>(dst), accumulate,
+                true);
+    else
+        plan.depthwise->run(static_cast<const float *>(src), weights, bias, static_cast<float *>(dst), accumulate, true);
+}
+
+} // namespace libdeconv
