@@ -394,7 +394,6 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
         for (DataType compute : computes_allowed(problem.spec().dtype))
             for (Formulation formulation : formulations_allowed(problem, pass)) {
                 if (formulation == Formulation::matrix_product || formulation == Formulation::depthwise) {
-                    if (formulation == Formulation::depthwise && compute != problem.spec().dtype) continue;
                     candidates.push_back({compute, formulation, DataLayout::any, batch_chunks});
                     continue;
                 }
