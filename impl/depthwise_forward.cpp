@@ -8,36 +8,10 @@
 namespace libdeconv {
 namespace {
 
-using commit_kernels::bf16_words;
+using commit_kernels::load_masked;
+using commit_kernels::store_masked;
 
 int64_t floor_mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
-
-// Loads and stores of 16 channels; the masked forms only for a last, partial vector (on AMD
-// Zen 4 a masked load with every lane set runs at a third of the speed of a plain one).
-template <bool Masked>
-LIBDECONV_AVX512 inline __m512 load16(const float *p, __mmask16 m) {
-    return Masked ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
-}
-template <bool Masked>
-LIBDECONV_AVX512 inline __m512 load16(const uint16_t *p, __mmask16 m) {
-    const __m256i words = Masked ? _mm256_maskz_loadu_epi16(m, p) : _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(words), 16));
-}
-template <bool Masked>
-LIBDECONV_AVX512 inline void store16(float *p, __mmask16 m, __m512 v) {
-    if (Masked)
-        _mm512_mask_storeu_ps(p, m, v);
-    else
-        _mm512_storeu_ps(p, v);
-}
-template <bool Masked>
-LIBDECONV_AVX512 inline void store16(uint16_t *p, __mmask16 m, __m512 v) {
-    const __m256i words = bf16_words(v);
-    if (Masked)
-        _mm256_mask_storeu_epi16(p, m, words);
-    else
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), words);
-}
 
 // What the accumulators start from: the bias (or zero), and for an add request the output too.
 struct Start {
@@ -45,48 +19,47 @@ struct Start {
     bool add;
 };
 
-template <bool Masked>
 LIBDECONV_AVX512 inline __m512 bias16(const float *bias, __mmask16 m) {
-    return bias ? load16<Masked>(bias, m) : _mm512_setzero_ps();
+    return bias ? load_masked(bias, m) : _mm512_setzero_ps();
 }
-template <bool Masked, typename T>
+template <typename T>
 LIBDECONV_AVX512 inline __m512 start16(bool add, const T *out, __m512 bias, __mmask16 m) {
-    return add ? _mm512_add_ps(load16<Masked>(out, m), bias) : bias;
+    return add ? _mm512_add_ps(load_masked(out, m), bias) : bias;
 }
 
 // The interior columns of one phase, for 16 channels: every tap inside the input, the taps'
 // weights held in registers (NT of them, known at compile time) across the columns.
-template <int NT, bool Masked, typename T>
+template <int NT, typename T>
 LIBDECONV_AVX512 void interior(const T *src, const int64_t *src_offsets, const float *const *weights, T *out,
         int64_t out_step, int64_t src_step, int64_t count, const Start &s, const float *bias, __mmask16 m) {
     __m512 w[NT > 0 ? NT : 1];
     int64_t off[NT > 0 ? NT : 1];
     for (int t = 0; t < NT; ++t) {
-        w[t] = load16<Masked>(weights[t], m);
+        w[t] = load_masked(weights[t], m);
         off[t] = src_offsets[t];
     }
-    const __m512 b = bias16<Masked>(bias, m);
+    const __m512 b = bias16(bias, m);
     for (int64_t q = 0; q < count; ++q, src += src_step, out += out_step) {
-        __m512 acc = start16<Masked>(s.add, out, b, m);
-        for (int t = 0; t < NT; ++t) acc = _mm512_fmadd_ps(load16<Masked>(src + off[t], m), w[t], acc);
-        store16<Masked>(out, m, acc);
+        __m512 acc = start16(s.add, out, b, m);
+        for (int t = 0; t < NT; ++t) acc = _mm512_fmadd_ps(load_masked(src + off[t], m), w[t], acc);
+        store_masked(out, m, acc);
     }
 }
 
 // The same for any number of taps, the weights read from memory at every column.
-template <bool Masked, typename T>
+template <typename T>
 LIBDECONV_AVX512 void interior_any(int nt, const T *src, const int64_t *src_offsets, const float *const *weights,
         T *out, int64_t out_step, int64_t src_step, int64_t count, const Start &s, const float *bias, __mmask16 m) {
-    const __m512 b = bias16<Masked>(bias, m);
+    const __m512 b = bias16(bias, m);
     for (int64_t q = 0; q < count; ++q, src += src_step, out += out_step) {
-        __m512 acc = start16<Masked>(s.add, out, b, m);
+        __m512 acc = start16(s.add, out, b, m);
         for (int t = 0; t < nt; ++t)
-            acc = _mm512_fmadd_ps(load16<Masked>(src + src_offsets[t], m), load16<Masked>(weights[t], m), acc);
-        store16<Masked>(out, m, acc);
+            acc = _mm512_fmadd_ps(load_masked(src + src_offsets[t], m), load_masked(weights[t], m), acc);
+        store_masked(out, m, acc);
     }
 }
 
-template <bool Masked, typename T>
+template <typename T>
 using InteriorKernel = void (*)(const T *, const int64_t *, const float *const *, T *, int64_t, int64_t, int64_t,
         const Start &, const float *, __mmask16);
 
@@ -95,15 +68,15 @@ using InteriorKernel = void (*)(const T *, const int64_t *, const float *const *
 constexpr int kMaxTaps = 64;
 constexpr int kMaxRegisterTaps = 16; // weights in registers, with room for the accumulator and a load
 
-template <bool Masked, typename T, int... N>
-InteriorKernel<Masked, T> pick(int nt, std::integer_sequence<int, N...>) {
-    InteriorKernel<Masked, T> kernels[] = {&interior<N, Masked, T>...};
+template <typename T, int... N>
+InteriorKernel<T> pick(int nt, std::integer_sequence<int, N...>) {
+    InteriorKernel<T> kernels[] = {&interior<N, T>...};
     return nt < static_cast<int>(sizeof...(N)) ? kernels[nt] : nullptr;
 }
 
-template <bool Masked, typename T>
-InteriorKernel<Masked, T> interior_kernel(int nt) {
-    return pick<Masked, T>(nt, std::make_integer_sequence<int, kMaxRegisterTaps + 1>{});
+template <typename T>
+InteriorKernel<T> interior_kernel(int nt) {
+    return pick<T>(nt, std::make_integer_sequence<int, kMaxRegisterTaps + 1>{});
 }
 
 struct RowTap {
@@ -112,35 +85,35 @@ struct RowTap {
 };
 
 // A column near the edges (ox = q * stride + r): each tap checked against the input's width.
-template <bool Masked, typename T>
+template <typename T>
 LIBDECONV_AVX512 void border(const DepthwiseShape &d, const DepthwiseForward::Phase &phase, const RowTap *rows,
         int nr, const T *src, const float *weights, const Start &s, const float *bias, T *out_row, int64_t c,
         int64_t q, int64_t r, __mmask16 m) {
     const int64_t C = d.channels;
     T *out = out_row + (q * d.stride[2] + r) * C + c;
-    __m512 acc = start16<Masked>(s.add, out, bias16<Masked>(bias, m), m);
+    __m512 acc = start16(s.add, out, bias16(bias, m), m);
     for (int j = 0; j < nr; ++j)
         for (const auto &tap : phase.taps) {
             const int64_t ix = q + tap.offset;
             if (ix < 0 || ix >= d.in[2]) continue;
-            acc = _mm512_fmadd_ps(load16<Masked>(src + rows[j].src_row + ix * C + c, m),
-                    load16<Masked>(weights + (rows[j].weights + tap.kw) * C + c, m), acc);
+            acc = _mm512_fmadd_ps(load_masked(src + rows[j].src_row + ix * C + c, m),
+                    load_masked(weights + (rows[j].weights + tap.kw) * C + c, m), acc);
         }
-    store16<Masked>(out, m, acc);
+    store_masked(out, m, acc);
 }
 
 // Columns [from, to) of phase r, 16 channels from `c`, tap by tap.
-template <bool Masked, typename T>
+template <typename T>
 LIBDECONV_AVX512 void borders(const DepthwiseShape &d, const DepthwiseForward::Phase &phase, const RowTap *rows,
         int nr, const T *src, const float *weights, const Start &s, T *out_row, int64_t c, int64_t r, int64_t from,
         int64_t to, __mmask16 m) {
     const float *bias = s.bias ? s.bias + c : nullptr;
-    for (int64_t q = from; q < to; ++q) border<Masked>(d, phase, rows, nr, src, weights, s, bias, out_row, c, q, r, m);
+    for (int64_t q = from; q < to; ++q) border(d, phase, rows, nr, src, weights, s, bias, out_row, c, q, r, m);
 }
 
 // One output row (n, od, oh): phase by phase and 16 channels at a time, the columns in the
 // input's interior by the kernels above, the others tap by tap.
-template <bool Masked, typename T>
+template <typename T>
 LIBDECONV_AVX512 void output_row(const DepthwiseShape &d, const std::vector<DepthwiseForward::Phase> &phases,
         const RowTap *rows, int nr, const T *src, const float *weights, const Start &s, T *out_row, int64_t c,
         __mmask16 m) {
@@ -155,10 +128,10 @@ LIBDECONV_AVX512 void output_row(const DepthwiseShape &d, const std::vector<Dept
         const int64_t last = std::min(phase.last, columns - 1);
         const int nt = nr * static_cast<int>(phase.taps.size());
         if (last < first || nt > kMaxTaps) {
-            borders<Masked>(d, phase, rows, nr, src, weights, s, out_row, c, r, 0, columns, m);
+            borders(d, phase, rows, nr, src, weights, s, out_row, c, r, 0, columns, m);
             continue;
         }
-        borders<Masked>(d, phase, rows, nr, src, weights, s, out_row, c, r, 0, first, m);
+        borders(d, phase, rows, nr, src, weights, s, out_row, c, r, 0, first, m);
         int t = 0;
         for (int j = 0; j < nr; ++j)
             for (const auto &tap : phase.taps) {
@@ -167,11 +140,11 @@ LIBDECONV_AVX512 void output_row(const DepthwiseShape &d, const std::vector<Dept
             }
         T *out = out_row + (first * S + r) * C + c;
         const int64_t count = last - first + 1;
-        if (const auto kernel = interior_kernel<Masked, T>(nt))
+        if (const auto kernel = interior_kernel<T>(nt))
             kernel(src, offsets, tap_weights, out, S * C, C, count, s, bias, m);
         else
-            interior_any<Masked>(nt, src, offsets, tap_weights, out, S * C, C, count, s, bias, m);
-        borders<Masked>(d, phase, rows, nr, src, weights, s, out_row, c, r, last + 1, columns, m);
+            interior_any(nt, src, offsets, tap_weights, out, S * C, C, count, s, bias, m);
+        borders(d, phase, rows, nr, src, weights, s, out_row, c, r, last + 1, columns, m);
     }
 }
 
@@ -190,7 +163,7 @@ DepthwiseForward::DepthwiseForward(const DepthwiseShape &shape) : shape_(shape) 
             const int64_t offset = (t - floor_mod(t, S)) / S;
             if (phase.taps.empty() || offset < lowest) lowest = offset;
             if (phase.taps.empty() || offset > highest) highest = offset;
-            phase.taps.push_back({static_cast<int32_t>(kw), static_cast<int32_t>(offset)});
+            phase.taps.push_back({kw, offset});
         }
         phase.first = -lowest;
         phase.last = IW - 1 - highest;
@@ -198,7 +171,7 @@ DepthwiseForward::DepthwiseForward(const DepthwiseShape &shape) : shape_(shape) 
 }
 
 bool DepthwiseForward::supports(const DepthwiseShape &shape) {
-    return commit_kernels::has_avx512() && shape.kernel[0] * shape.kernel[1] <= kMaxTaps;
+    return commit_kernels::has_avx512() && shape.kernel[0] * shape.kernel[1] <= kMaxTaps && shape.stride[2] <= 64;
 }
 
 template <typename T>
@@ -227,9 +200,9 @@ void DepthwiseForward::run(const T *src, const float *weights, const float *bias
             }
             T *out_row = dst + row * d.out[2] * C;
             int64_t c = 0;
-            for (; c + 16 <= C; c += 16) output_row<false>(d, phases_, taps, nr, src, weights, s, out_row, c, 0xffff);
+            for (; c + 16 <= C; c += 16) output_row(d, phases_, taps, nr, src, weights, s, out_row, c, 0xffff);
             if (c < C)
-                output_row<true>(d, phases_, taps, nr, src, weights, s, out_row, c,
+                output_row(d, phases_, taps, nr, src, weights, s, out_row, c,
                         static_cast<__mmask16>((1u << (C - c)) - 1));
         }
     });

@@ -22,7 +22,8 @@ struct DepthwiseShape {
 class DepthwiseForward {
 public:
     explicit DepthwiseForward(const DepthwiseShape &shape);
-    // AVX-512, and no more kernel rows (depth x height) than one column's taps take.
+    // AVX-512, no more kernel rows (depth x height) than one column's taps take, and a width
+    // stride of at most 64 (one phase of output columns each).
     static bool supports(const DepthwiseShape &shape);
 
     // src (batch, in..., channels) and dst (batch, out..., channels) in T (float or uint16_t
@@ -35,8 +36,8 @@ public:
 
     // One kernel tap along the width, for the output columns of one phase (ox % stride).
     struct ColumnTap {
-        int32_t kw;     // the tap
-        int32_t offset; // ix = ox / stride + offset
+        int64_t kw;     // the tap
+        int64_t offset; // ix = ox / stride + offset
     };
     struct Phase {
         std::vector<ColumnTap> taps;  // by offset
