@@ -24,6 +24,7 @@ struct Conversion {
     dnnl::memory::desc user, internal;
     bool identical = false; // the primitive uses the caller's layout: no copy at all
     int64_t repeat = 0;     // > 0: internal = each user element `repeat` times, in f32 (no reorder)
+    bool repeat_whole = false; // ... or the whole user tensor `repeat` times in a row
     dnnl::reorder to_internal, to_user, add_to_user; // as applicable to the tensor's role
 };
 

@@ -102,7 +102,10 @@ void fill_repeated(const Conversion &c, const void *user, float *internal) {
     const bool bf16 = c.user.data_type() == dnnl::memory::data_type::bf16;
     for (int64_t i = 0; i < count; ++i) {
         const float v = bf16 ? bf16_to_f32(static_cast<const uint16_t *>(user)[i]) : static_cast<const float *>(user)[i];
-        std::fill_n(internal + i * c.repeat, c.repeat, v);
+        if (c.repeat_whole)
+            for (int64_t r = 0; r < c.repeat; ++r) internal[r * count + i] = v;
+        else
+            std::fill_n(internal + i * c.repeat, c.repeat, v);
     }
 }
 

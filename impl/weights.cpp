@@ -19,18 +19,20 @@ dnnl::memory pack(const Role &role, const void *data, size_t scratchpad_bytes) {
     }
     const Conversion &c = role.conversion;
     const dnnl::engine &eng = cpu_engine();
-    dnnl::memory packed(c.internal, eng);
+    // Allocated as the primitive sees it, written as the conversion describes it (the same bytes).
+    dnnl::memory held(role.primitive_view ? role.primitive_view : c.internal, eng);
+    dnnl::memory packed = role.primitive_view ? dnnl::memory(c.internal, eng, held.get_data_handle()) : held;
     if (c.repeat > 0) {
         fill_repeated(c, data, static_cast<float *>(packed.get_data_handle()));
-        return packed;
+        return held;
     }
     if (c.identical) {
         std::memcpy(packed.get_data_handle(), data, c.user.get_size());
-        return packed;
+        return held;
     }
     if (role.by_commit) {
         commit_output(role.commit, data, packed.get_data_handle(), nullptr, false);
-        return packed;
+        return held;
     }
     dnnl::memory user(c.user, eng, const_cast<void *>(data));
     dnnl::memory scratchpad(dnnl::memory::desc({static_cast<dnnl::memory::dim>(scratchpad_bytes)},
@@ -39,7 +41,7 @@ dnnl::memory pack(const Role &role, const void *data, size_t scratchpad_bytes) {
     dnnl::stream &stream = thread_stream();
     c.to_internal.execute(stream, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, packed}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
-    return packed;
+    return held;
 }
 
 } // namespace

@@ -60,14 +60,33 @@ std::vector<Case> cases() {
     const Shape shapes[] = {{"2d", 2, 32, 16, 1},       {"2d_groups", 2, 32, 16, 2},
                             {"2d_depthwise", 2, 16, 16, 16}, {"1d", 1, 16, 32, 1},
                             {"3d_groups", 3, 32, 32, 2}};
+    // Matrix products (no pad, stride = kernel or a single input pixel), whose channels-last
+    // forward as a matmul packs its weights with the taps first (impl/gemm_formulation.cpp).
+    auto matrix_product = [](int rank, bool bias) {
+        naive::Problem p;
+        p.rank = rank;
+        p.batch = 3;
+        p.in_channels = 16;
+        p.out_channels = 32;
+        for (int d = 0; d < rank; d++) {
+            p.in_size[d] = rank == 1 ? 5 : 1;
+            p.kernel[d] = rank == 1 ? 2 : 4;
+            p.stride[d] = rank == 1 ? 2 : 1;
+        }
+        p.bias = bias;
+        return p;
+    };
     for (deconv_dtype dt : {DECONV_F32, DECONV_BF16})
         for (deconv_layout l : {DECONV_CHANNELS_FIRST, DECONV_CHANNELS_LAST})
-            for (bool bias : {true, false})
+            for (bool bias : {true, false}) {
+                const std::string prefix = std::string(dt == DECONV_F32 ? "f32" : "bf16") +
+                                           (l == DECONV_CHANNELS_FIRST ? "_ncx_" : "_nxc_") +
+                                           (bias ? "bias_" : "nobias_");
                 for (const Shape &s : shapes)
-                    v.push_back({std::string(dt == DECONV_F32 ? "f32" : "bf16") +
-                                     (l == DECONV_CHANNELS_FIRST ? "_ncx_" : "_nxc_") + (bias ? "bias_" : "nobias_") +
-                                     s.name,
-                                 dt, l, base(s.rank, s.ic, s.oc, s.groups, bias)});
+                    v.push_back({prefix + s.name, dt, l, base(s.rank, s.ic, s.oc, s.groups, bias)});
+                v.push_back({prefix + "matrix_1x1", dt, l, matrix_product(2, bias)});
+                v.push_back({prefix + "matrix_1d", dt, l, matrix_product(1, bias)});
+            }
     return v;
 }
 
