@@ -28,10 +28,13 @@ LIBDECONV_AVX512 inline __m512 start16(bool add, const T *out, __m512 bias, __mm
 }
 
 // The interior columns of one phase, for 16 channels: every tap inside the input, the taps'
-// weights held in registers (NT of them, known at compile time) across the columns.
-template <int NT, typename T>
+// weights held in registers (NT of them, known at compile time) across the columns. A full
+// vector of channels (Full), the add request and the bf16 conversion (Native, as
+// commit_kernels::store_by) are constants here, not branches at every column.
+template <int NT, bool Full, bool Add, bool Native, typename T>
 LIBDECONV_AVX512 void interior(const T *src, const int64_t *src_offsets, const float *const *weights, T *out,
-        int64_t out_step, int64_t src_step, int64_t count, const Start &s, const float *bias, __mmask16 m) {
+        int64_t out_step, int64_t src_step, int64_t count, const float *bias, __mmask16 mask) {
+    const __mmask16 m = Full ? 0xffff : mask;
     __m512 w[NT > 0 ? NT : 1];
     int64_t off[NT > 0 ? NT : 1];
     for (int t = 0; t < NT; ++t) {
@@ -40,9 +43,9 @@ LIBDECONV_AVX512 void interior(const T *src, const int64_t *src_offsets, const f
     }
     const __m512 b = bias16(bias, m);
     for (int64_t q = 0; q < count; ++q, src += src_step, out += out_step) {
-        __m512 acc = start16(s.add, out, b, m);
+        __m512 acc = start16(Add, out, b, m);
         for (int t = 0; t < NT; ++t) acc = _mm512_fmadd_ps(load_masked(src + off[t], m), w[t], acc);
-        store_masked(out, m, acc);
+        commit_kernels::store_by<Native>(out, m, acc);
     }
 }
 
@@ -61,22 +64,31 @@ LIBDECONV_AVX512 void interior_any(int nt, const T *src, const int64_t *src_offs
 
 template <typename T>
 using InteriorKernel = void (*)(const T *, const int64_t *, const float *const *, T *, int64_t, int64_t, int64_t,
-        const Start &, const float *, __mmask16);
+        const float *, __mmask16);
 
 // Taps of one output column handled in one piece (DepthwiseForward::supports bounds the
 // kernel's rows by it; columns beyond it are computed tap by tap).
 constexpr int kMaxTaps = 64;
 constexpr int kMaxRegisterTaps = 16; // weights in registers, with room for the accumulator and a load
 
-template <typename T, int... N>
+template <typename T, bool Full, bool Add, bool Native, int... N>
 InteriorKernel<T> pick(int nt, std::integer_sequence<int, N...>) {
-    InteriorKernel<T> kernels[] = {&interior<N, T>...};
+    InteriorKernel<T> kernels[] = {&interior<N, Full, Add, Native, T>...};
     return nt < static_cast<int>(sizeof...(N)) ? kernels[nt] : nullptr;
 }
 
-template <typename T>
+template <typename T, bool Full, bool Add>
 InteriorKernel<T> interior_kernel(int nt) {
-    return pick<T>(nt, std::make_integer_sequence<int, kMaxRegisterTaps + 1>{});
+    constexpr auto taps = std::make_integer_sequence<int, kMaxRegisterTaps + 1>{};
+    if constexpr (std::is_same_v<T, uint16_t>)
+        if (commit_kernels::has_avx512_bf16()) return pick<T, Full, Add, true>(nt, taps);
+    return pick<T, Full, Add, false>(nt, taps);
+}
+
+template <typename T>
+InteriorKernel<T> interior_kernel(int nt, bool full, bool add) {
+    if (full) return add ? interior_kernel<T, true, true>(nt) : interior_kernel<T, true, false>(nt);
+    return add ? interior_kernel<T, false, true>(nt) : interior_kernel<T, false, false>(nt);
 }
 
 struct RowTap {
@@ -140,8 +152,8 @@ LIBDECONV_AVX512 void output_row(const DepthwiseShape &d, const std::vector<Dept
             }
         T *out = out_row + (first * S + r) * C + c;
         const int64_t count = last - first + 1;
-        if (const auto kernel = interior_kernel<T>(nt))
-            kernel(src, offsets, tap_weights, out, S * C, C, count, s, bias, m);
+        if (const auto kernel = interior_kernel<T>(nt, m == 0xffff, s.add))
+            kernel(src, offsets, tap_weights, out, S * C, C, count, bias, m);
         else
             interior_any(nt, src, offsets, tap_weights, out, S * C, C, count, s, bias, m);
         borders(d, phase, rows, nr, src, weights, s, out_row, c, r, last + 1, columns, m);
