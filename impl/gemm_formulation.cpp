@@ -111,7 +111,7 @@ Strided output_as_patches(const Geometry &g, bool taps_first = false) {
 // The caller's weights (in_channels, out_channels, kernel...) as (in_channels, kernel...,
 // out_channels): with `taps_first` the forward matrix's rows, whose columns run over the taps
 // and then the output channels.
-memory::desc weights_taps_first(const Geometry &g, dt type) {
+memory::desc caller_weights_taps_first(const Geometry &g, dt type) {
     return memory::desc({g.in_channels, g.taps, g.out_channels}, type, {g.out_channels * g.taps, 1, g.taps});
 }
 
@@ -168,43 +168,6 @@ void add_accumulating(Plan &plan, const dnnl::matmul::primitive_desc &pd) {
     }
 }
 
-// The forward with the patch matrix's columns as (kernel..., out_channels) (output_is_taps_first):
-// the weights' internal copy is the matmul's packed matrix seen as (in, taps, out_channels),
-// where oneDNN can describe its blocks so; the bias is repeated whole for every tap.
-bool make_forward_taps_first(Plan &plan, const Problem &p, const Geometry &g, dt type) {
-    const Spec &s = p.spec();
-    const memory::dim rows = g.batch * g.pixels, in = g.in_channels, out = g.out_channels * g.taps;
-    const dt user = onednn_type(s.dtype);
-    const memory::desc bias = s.bias ? matrix(1, out, dt::f32) : memory::desc();
-    MatmulChoice chosen = choose_matmul(p, Pass::forward, matrix(rows, in, type), matrix(in, out, type), bias,
-            matrix(rows, out, type));
-    const auto &pd = chosen.pd;
-    if (is_reference(pd.impl_info_str())) return false;
-    memory::desc weights_internal;
-    try {
-        weights_internal = pd.weights_desc().reshape({in, g.taps, g.out_channels});
-    } catch (const dnnl::error &e) {
-        if (e.status == dnnl_out_of_memory) throw;
-        return false; // the blocks straddle the taps: the other column order
-    }
-    plan.primitive = chosen.primitive;
-    plan.impl = std::string("matmul:") + pd.impl_info_str();
-    plan.scratchpad_bytes = pd.scratchpad_desc().get_size();
-    add_matrix_role(plan, role::fwd_src, DNNL_ARG_SRC, false, data_as_user(g, in), data_as_matrix(g, in), user,
-            pd.src_desc());
-    add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights_taps_first(g, user), weights_internal);
-    plan.roles[role::fwd_weights].primitive_view = pd.weights_desc();
-    if (s.bias) {
-        add_role(plan, role::fwd_bias, DNNL_ARG_BIAS, false, memory::desc({s.out_channels}, user, tag::a),
-                pd.bias_desc(), g.taps);
-        plan.roles[role::fwd_bias].conversion.repeat_whole = true;
-    }
-    add_matrix_role(plan, role::fwd_dst, DNNL_ARG_DST, true, output_as_user(g), output_as_patches(g, true), user,
-            pd.dst_desc());
-    if (plan.roles[role::fwd_dst].conversion.identical) add_accumulating(plan, pd);
-    return true;
-}
-
 } // namespace
 
 bool is_matrix_product(const Problem &p) {
@@ -222,7 +185,6 @@ bool make_matrix_product(Plan &plan, const Problem &p, Pass pass, dt type) {
     const Geometry g = geometry_of(p);
     const memory::dim rows = g.batch * g.pixels, in = g.in_channels, out = g.out_channels * g.taps;
     const dt user = onednn_type(s.dtype);
-    if (pass == Pass::forward && output_is_taps_first(g) && make_forward_taps_first(plan, p, g, type)) return true;
     MatmulChoice chosen = [&] {
         switch (pass) {
         case Pass::forward: {
@@ -240,6 +202,18 @@ bool make_matrix_product(Plan &plan, const Problem &p, Pass pass, dt type) {
     }();
     const auto &pd = chosen.pd;
     if (is_reference(pd.impl_info_str())) return false;
+    // A forward whose output is the caller's with the taps first (output_is_taps_first) packs
+    // the weights as the matmul's matrix seen as (in, taps, out_channels), where oneDNN can
+    // describe its blocks so, and repeats the bias whole for every tap.
+    memory::desc weights_taps_first;
+    if (pass == Pass::forward && output_is_taps_first(g)) {
+        try {
+            weights_taps_first = pd.weights_desc().reshape({in, g.taps, g.out_channels});
+        } catch (const dnnl::error &e) {
+            if (e.status == dnnl_out_of_memory) throw; // else the blocks straddle the taps: columns (out, taps)
+        }
+    }
+    const bool taps_first = !weights_taps_first.is_zero();
     plan.primitive = chosen.primitive;
     plan.impl = std::string("matmul:") + pd.impl_info_str();
     plan.scratchpad_bytes = pd.scratchpad_desc().get_size();
@@ -249,12 +223,20 @@ bool make_matrix_product(Plan &plan, const Problem &p, Pass pass, dt type) {
     case Pass::forward:
         add_matrix_role(plan, role::fwd_src, DNNL_ARG_SRC, false, data_as_user(g, in), data_as_matrix(g, in), user,
                 pd.src_desc());
-        add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights, pd.weights_desc());
-        if (s.bias)
+        if (taps_first) {
+            add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, caller_weights_taps_first(g, user),
+                    weights_taps_first);
+            plan.roles[role::fwd_weights].primitive_view = pd.weights_desc();
+        } else {
+            add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights, pd.weights_desc());
+        }
+        if (s.bias) {
             add_role(plan, role::fwd_bias, DNNL_ARG_BIAS, false, memory::desc({s.out_channels}, user, tag::a),
                     pd.bias_desc(), g.taps);
-        add_matrix_role(plan, role::fwd_dst, DNNL_ARG_DST, true, output_as_user(g), output_as_patches(g), user,
-                pd.dst_desc());
+            plan.roles[role::fwd_bias].conversion.repeat_whole = taps_first;
+        }
+        add_matrix_role(plan, role::fwd_dst, DNNL_ARG_DST, true, output_as_user(g), output_as_patches(g, taps_first),
+                user, pd.dst_desc());
         break;
     case Pass::backward_data:
         add_matrix_role(plan, role::bwd_data_diff_dst, DNNL_ARG_SRC, false, output_as_user(g), output_as_patches(g),
