@@ -1,0 +1,101 @@
+// The library's own depthwise forward kernel (impl/depthwise_forward.cpp) on the shapes that
+// take each of its paths: channel vectors in pairs (at most 8 taps a column), single and partial
+// vectors, more taps than registers hold (weights read from memory) and more than one column's
+// arrays hold (tap by tap). The random sweeps have at most 27 taps a column. Pinned to the
+// kernel (DECONV_FORMULATION=depthwise, tests/cpp/CMakeLists.txt) each case must run on it;
+// unpinned, on whatever route timing picks.
+#include <deconv.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "harness.hpp"
+#include "naive_deconv.hpp"
+
+namespace {
+
+using harness::Buffer;
+using harness::Handle;
+using harness::Vec;
+
+struct DepthwiseCase {
+    const char *name;
+    int rank;
+    int64_t channels, in, kernel, stride, pad, dilate;
+};
+
+// Taps per output column in the interior: (kernel / stride)^rank where the stride divides the
+// kernel.
+const DepthwiseCase kCases[] = {
+        {"pairs_k2s1_c40", 2, 40, 5, 2, 1, 0, 1},         // 4 taps: a pair of vectors, a partial one
+        {"single_k3s1_c40", 2, 40, 5, 3, 1, 1, 1},        // 9 taps: single vectors and a partial one
+        {"memory_1d_k24_c33", 1, 33, 30, 24, 1, 3, 1},    // 24 taps: weights from memory
+        {"memory_k5s1_c48", 2, 48, 6, 5, 1, 2, 1},        // 25 taps
+        {"tap_by_tap_k9s1_c20", 2, 20, 10, 9, 1, 4, 1},   // 81 taps
+        {"dilated_k3d2s2_c32", 2, 32, 6, 3, 2, 2, 2},     // phases without interior taps
+        {"strided_3d_k2s2_c16", 3, 16, 3, 2, 2, 0, 1},    // one tap a column
+};
+
+void PrintTo(const DepthwiseCase &c, std::ostream *os) { *os << c.name; }
+
+naive::Problem problem_of(const DepthwiseCase &c) {
+    naive::Problem p;
+    p.rank = c.rank;
+    p.batch = 2;
+    p.groups = p.in_channels = p.out_channels = c.channels;
+    for (int d = 0; d < c.rank; ++d) {
+        p.in_size[d] = c.in;
+        p.kernel[d] = c.kernel;
+        p.stride[d] = c.stride;
+        p.pad[d] = c.pad;
+        p.dilate[d] = c.dilate;
+    }
+    p.bias = true;
+    return p;
+}
+
+bool pinned_to_the_kernel() {
+    const char *pinned = std::getenv("DECONV_FORMULATION");
+    return pinned && std::string(pinned) == "depthwise" && __builtin_cpu_supports("avx512bw");
+}
+
+class DepthwiseKernel : public ::testing::TestWithParam<DepthwiseCase> {};
+
+TEST_P(DepthwiseKernel, ForwardMatchesTheReference) {
+    const naive::Problem p = problem_of(GetParam());
+    std::mt19937_64 rng(20261205);
+    for (deconv_dtype dt : {DECONV_F32, DECONV_BF16}) {
+        if (dt == DECONV_BF16 && !harness::bf16_ok()) continue;
+        const Vec src = harness::random_values(rng, naive::src_elems(p), dt);
+        const Vec w = harness::random_values(rng, naive::weights_elems(p), dt);
+        const Vec bias = harness::random_values(rng, p.out_channels, dt);
+        const Vec prior = harness::random_values(rng, naive::dst_elems(p), dt);
+        const harness::Expected e = harness::expect_forward(p, src, w, bias);
+        for (deconv_layout l : {DECONV_CHANNELS_LAST, DECONV_CHANNELS_FIRST}) {
+            SCOPED_TRACE(std::string(harness::dtype_str(dt)) + " " + harness::layout_str(l));
+            Handle h(p, dt, l, DECONV_INFERENCE);
+            ASSERT_TRUE(h.ok()) << h.error();
+            SCOPED_TRACE(h.impl(DECONV_PASS_FORWARD));
+            if (pinned_to_the_kernel()) {
+                EXPECT_EQ(h.impl(DECONV_PASS_FORWARD).rfind("libdeconv_dw:", 0), 0u);
+            }
+            Buffer bs = harness::src_buffer(p, dt, l, src), bw(dt, w), bb(dt, bias);
+            for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD}) {
+                SCOPED_TRACE(harness::req_str(r));
+                Buffer dst = harness::dst_buffer(p, dt, l, prior);
+                ASSERT_EQ(deconv_forward(h.get(), bs.data(), bw.data(), bb.data(), dst.data(), r), DECONV_OK)
+                        << deconv_last_error();
+                EXPECT_TRUE(dst.guards_intact());
+                EXPECT_TRUE(harness::compare("dst", harness::read_dst(p, l, dst), e, dt,
+                        r == DECONV_REQ_ADD ? &prior : nullptr));
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DepthwiseKernel, ::testing::ValuesIn(kCases),
+        [](const ::testing::TestParamInfo<DepthwiseCase> &info) { return std::string(info.param.name); });
+
+} // namespace
