@@ -1,5 +1,6 @@
 #include "depthwise_formulation.hpp"
 
+#include "depthwise_backward_weights.hpp"
 #include "depthwise_forward.hpp"
 #include "error.hpp"
 #include "plan_building.hpp"
@@ -53,6 +54,54 @@ const void *handle(const dnnl_exec_arg_t *args, int count, int arg) {
 
 } // namespace
 
+// A pass of our own, run on the tensors of a plan's arguments as a primitive would be.
+class DepthwiseKernel {
+public:
+    virtual ~DepthwiseKernel() = default;
+    virtual void run(DataType compute, const dnnl_exec_arg_t *args, int count, bool accumulate) const = 0;
+};
+
+namespace {
+
+class ForwardKernel final : public DepthwiseKernel {
+public:
+    explicit ForwardKernel(const DepthwiseShape &shape) : kernel_(shape) {}
+    void run(DataType compute, const dnnl_exec_arg_t *args, int count, bool accumulate) const override {
+        const void *src = handle(args, count, DNNL_ARG_SRC);
+        const auto *weights = static_cast<const float *>(handle(args, count, DNNL_ARG_WEIGHTS));
+        const auto *bias = static_cast<const float *>(handle(args, count, DNNL_ARG_BIAS));
+        void *dst = const_cast<void *>(handle(args, count, DNNL_ARG_DST));
+        if (compute == DataType::bf16)
+            kernel_.run(static_cast<const uint16_t *>(src), weights, bias, static_cast<uint16_t *>(dst), accumulate,
+                    true);
+        else
+            kernel_.run(static_cast<const float *>(src), weights, bias, static_cast<float *>(dst), accumulate, true);
+    }
+
+private:
+    DepthwiseForward kernel_;
+};
+
+class WeightGradientKernel final : public DepthwiseKernel {
+public:
+    explicit WeightGradientKernel(const DepthwiseShape &shape) : kernel_(shape) {}
+    void run(DataType compute, const dnnl_exec_arg_t *args, int count, bool accumulate) const override {
+        const void *src = handle(args, count, DNNL_ARG_SRC), *diff_dst = handle(args, count, DNNL_ARG_DIFF_DST);
+        auto *diff_weights = static_cast<float *>(const_cast<void *>(handle(args, count, DNNL_ARG_DIFF_WEIGHTS)));
+        if (compute == DataType::bf16)
+            kernel_.run(static_cast<const uint16_t *>(src), static_cast<const uint16_t *>(diff_dst), diff_weights,
+                    accumulate, true);
+        else
+            kernel_.run(static_cast<const float *>(src), static_cast<const float *>(diff_dst), diff_weights, accumulate,
+                    true);
+    }
+
+private:
+    DepthwiseBackwardWeights kernel_;
+};
+
+} // namespace
+
 bool is_depthwise_candidate(const Problem &p) {
     const Spec &s = p.spec();
     return s.groups > 1 && s.in_channels == s.groups && s.out_channels == s.groups
@@ -61,17 +110,26 @@ bool is_depthwise_candidate(const Problem &p) {
 
 void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute) {
     const Spec &s = p.spec();
-    if (pass != Pass::forward || !is_depthwise_candidate(p))
-        throw Error(Status::unsupported, "the depthwise kernel computes forward passes of depthwise problems");
+    if (pass == Pass::backward_data || !is_depthwise_candidate(p))
+        throw Error(Status::unsupported, "the depthwise kernels compute forward and weight-gradient passes of "
+                                         "depthwise problems");
     if (compute != s.dtype)
-        throw Error(Status::unsupported, "the depthwise kernel computes in the problem's own data type");
+        throw Error(Status::unsupported, "the depthwise kernels compute in the problem's own data type");
     const dt type = onednn_type(compute);
-    plan.depthwise = std::make_shared<const DepthwiseForward>(shape_of(p));
     plan.impl = "libdeconv_dw:avx512_core";
     auto channels_last = [&](const memory::desc &user) {
         return memory::desc(user.dims(), type, plain_data_tag(user.dims().size(), true));
     };
     const memory::desc src = user_data_desc(p, false), dst = user_data_desc(p, true), weights = user_weights_desc(p);
+    if (pass == Pass::backward_weights) {
+        plan.depthwise = std::make_shared<const WeightGradientKernel>(shape_of(p));
+        add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, src, channels_last(src));
+        add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, dst, channels_last(dst));
+        add_role(plan, role::bwd_weights_diff_weights, DNNL_ARG_DIFF_WEIGHTS, true, weights,
+                kernel_weights_desc(weights));
+        return;
+    }
+    plan.depthwise = std::make_shared<const ForwardKernel>(shape_of(p));
     add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, src, channels_last(src));
     add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights, kernel_weights_desc(weights));
     if (s.bias)
@@ -81,15 +139,7 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute) {
 }
 
 void run_depthwise(const Plan &plan, const dnnl_exec_arg_t *args, int count, bool accumulate) {
-    const auto *src = handle(args, count, DNNL_ARG_SRC);
-    const auto *weights = static_cast<const float *>(handle(args, count, DNNL_ARG_WEIGHTS));
-    const auto *bias = static_cast<const float *>(handle(args, count, DNNL_ARG_BIAS));
-    auto *dst = const_cast<void *>(handle(args, count, DNNL_ARG_DST));
-    if (plan.compute == DataType::bf16)
-        plan.depthwise->run(static_cast<const uint16_t *>(src), weights, bias, static_cast<uint16_t *>(dst), accumulate,
-                true);
-    else
-        plan.depthwise->run(static_cast<const float *>(src), weights, bias, static_cast<float *>(dst), accumulate, true);
+    plan.depthwise->run(plan.compute, args, count, accumulate);
 }
 
 } // namespace libdeconv

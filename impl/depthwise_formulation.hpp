@@ -1,6 +1,7 @@
-// The forward pass of a depthwise deconvolution (groups = in_channels = out_channels) as our own
-// kernel on channels-last data (depthwise_forward.hpp), bias and add requests inside it; the
-// caller's channels-first data converted by the plan's roles as for any primitive.
+// The forward and weight-gradient passes of a depthwise deconvolution (groups = in_channels =
+// out_channels) as our own kernels on channels-last data (depthwise_forward.hpp, bias and add
+// requests inside it; depthwise_backward_weights.hpp); the caller's channels-first data
+// converted by the plan's roles as for any primitive.
 #pragma once
 
 #include "descriptors.hpp"
@@ -11,12 +12,12 @@ namespace libdeconv {
 
 bool is_depthwise_candidate(const Problem &problem);
 
-// Makes the forward pass of such a problem the kernel, computing in the problem's own type.
-// Throws Error(unsupported) for other passes, compute types or problems.
+// Makes the forward or weight-gradient pass of such a problem a kernel, computing in the
+// problem's own type. Throws Error(unsupported) for other passes, compute types or problems.
 void make_depthwise(Plan &plan, const Problem &problem, Pass pass, DataType compute);
 
-// Runs the plan's kernel on the tensors in `args` (DNNL_ARG_SRC, _WEIGHTS, _BIAS, _DST), adding
-// into the output with `accumulate`.
+// Runs the plan's kernel on the tensors in `args` (forward: DNNL_ARG_SRC, _WEIGHTS, _BIAS, _DST;
+// weight gradient: _SRC, _DIFF_DST, _DIFF_WEIGHTS), adding into the output with `accumulate`.
 void run_depthwise(const Plan &plan, const dnnl_exec_arg_t *args, int count, bool accumulate);
 
 } // namespace libdeconv

@@ -17,7 +17,7 @@
 
 namespace libdeconv {
 
-class DepthwiseForward;
+class DepthwiseKernel;
 
 // Moves a tensor between the caller's plain layout and the primitive's layout.
 struct Conversion {
@@ -101,7 +101,7 @@ struct Plan {
     int64_t batch_chunks = 1;
     // Our own kernel instead of `primitive` (depthwise_formulation.hpp); it adds into its output
     // itself, so it also stands for `accumulating`.
-    std::shared_ptr<const DepthwiseForward> depthwise;
+    std::shared_ptr<const DepthwiseKernel> depthwise;
 };
 
 // Bytes of the caller's buffer for role `index` over the whole batch.

@@ -110,7 +110,7 @@ std::vector<Formulation> formulations_allowed(const Problem &problem, Pass pass)
     std::vector<Formulation> allowed{Formulation::deconvolution};
     if (is_matrix_product(problem)) allowed.push_back(Formulation::matrix_product);
     if (pass != Pass::backward_data && is_subpixel_candidate(problem)) allowed.push_back(Formulation::subpixel);
-    if (pass == Pass::forward && is_depthwise_candidate(problem)) allowed.push_back(Formulation::depthwise);
+    if (pass != Pass::backward_data && is_depthwise_candidate(problem)) allowed.push_back(Formulation::depthwise);
     static const std::pair<const char *, Formulation> names[] = {{"deconvolution", Formulation::deconvolution},
             {"matmul", Formulation::matrix_product}, {"subpixel", Formulation::subpixel},
             {"depthwise", Formulation::depthwise}};

@@ -1,9 +1,11 @@
-// The library's own depthwise forward kernel (impl/depthwise_forward.cpp) on the shapes that
-// take each of its paths: channel vectors in pairs (at most 8 taps a column), single and partial
-// vectors, more taps than registers hold (weights read from memory) and more than one column's
-// arrays hold (tap by tap). The random sweeps have at most 27 taps a column. Pinned to the
-// kernel (DECONV_FORMULATION=depthwise, tests/cpp/CMakeLists.txt) each case must run on it;
-// unpinned, on whatever route timing picks.
+// The library's own depthwise kernels on the shapes that take each of their paths. Forward
+// (impl/depthwise_forward.cpp): channel vectors in pairs (at most 8 taps a column), single and
+// partial vectors, more taps than registers hold (weights read from memory) and more than one
+// column's arrays hold (tap by tap); the random sweeps have at most 27 taps a column. Weight
+// gradient (impl/depthwise_backward_weights.cpp): 1 to 8 channel vectors at once, more than 16
+// kernel columns (in two pieces), edge columns on both sides. Pinned to the kernels
+// (DECONV_FORMULATION=depthwise, tests/cpp/CMakeLists.txt) each case must run on them; unpinned,
+// on whatever route timing picks.
 #include <deconv.h>
 #include <gtest/gtest.h>
 
@@ -36,6 +38,7 @@ const DepthwiseCase kCases[] = {
         {"tap_by_tap_k9s1_c20", 2, 20, 10, 9, 1, 4, 1},   // 81 taps
         {"dilated_k3d2s2_c32", 2, 32, 6, 3, 2, 2, 2},     // phases without interior taps
         {"strided_3d_k2s2_c16", 3, 16, 3, 2, 2, 0, 1},    // one tap a column
+        {"wide_k3s2_c130", 2, 130, 4, 3, 2, 1, 1},        // 8 vectors at once, then a partial one
 };
 
 void PrintTo(const DepthwiseCase &c, std::ostream *os) { *os << c.name; }
@@ -90,6 +93,38 @@ TEST_P(DepthwiseKernel, ForwardMatchesTheReference) {
                 EXPECT_TRUE(dst.guards_intact());
                 EXPECT_TRUE(harness::compare("dst", harness::read_dst(p, l, dst), e, dt,
                         r == DECONV_REQ_ADD ? &prior : nullptr));
+            }
+        }
+    }
+}
+
+TEST_P(DepthwiseKernel, WeightGradientMatchesTheReference) {
+    const naive::Problem p = problem_of(GetParam());
+    std::mt19937_64 rng(20261206);
+    for (deconv_dtype dt : {DECONV_F32, DECONV_BF16}) {
+        if (dt == DECONV_BF16 && !harness::bf16_ok()) continue;
+        const Vec src = harness::random_values(rng, naive::src_elems(p), dt);
+        const Vec dd = harness::random_values(rng, naive::dst_elems(p), dt);
+        const Vec prior = harness::random_values(rng, naive::weights_elems(p), dt);
+        const harness::Expected e = harness::expect_backward_weights(p, src, dd);
+        for (deconv_layout l : {DECONV_CHANNELS_LAST, DECONV_CHANNELS_FIRST}) {
+            SCOPED_TRACE(std::string(harness::dtype_str(dt)) + " " + harness::layout_str(l));
+            Handle h(p, dt, l, DECONV_TRAINING);
+            ASSERT_TRUE(h.ok()) << h.error();
+            SCOPED_TRACE(h.impl(DECONV_PASS_BACKWARD_WEIGHTS));
+            if (pinned_to_the_kernel()) {
+                EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).rfind("libdeconv_dw:", 0), 0u);
+            }
+            Buffer bs = harness::src_buffer(p, dt, l, src), bdd = harness::dst_buffer(p, dt, l, dd);
+            for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD}) {
+                SCOPED_TRACE(harness::req_str(r));
+                Buffer dw(dt, prior);
+                ASSERT_EQ(deconv_backward(h.get(), bs.data(), nullptr, bdd.data(), nullptr, DECONV_REQ_NULL, dw.data(),
+                                  r, nullptr, DECONV_REQ_NULL),
+                        DECONV_OK)
+                        << deconv_last_error();
+                EXPECT_TRUE(dw.guards_intact());
+                EXPECT_TRUE(harness::compare("diff_weights", dw.get(), e, dt, r == DECONV_REQ_ADD ? &prior : nullptr));
             }
         }
     }
