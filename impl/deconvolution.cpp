@@ -102,8 +102,12 @@ void Deconvolution::backward(const void *src, const void *weights, const void *d
     refuse_inside_callers_region(problem_, "deconv_backward");
 
     if (req_src != Req::null && req_weights != Req::null) prepare({plans_[1].get(), plans_[2].get()});
-    // Reserved before any output is written.
-    BiasGradientScratch *bias_scratch = req_bias != Req::null ? &bias_gradient_scratch(problem_.spec()) : nullptr;
+    // The weight gradient's plan may take the bias gradient too (the depthwise kernel reads
+    // diff_dst for both); else it is reduced apart, its scratch reserved before any output is
+    // written.
+    const bool bias_with_weights = req_weights != Req::null && plans_[2]->roles[role::bwd_weights_diff_bias].present;
+    BiasGradientScratch *bias_scratch =
+            req_bias != Req::null && !bias_with_weights ? &bias_gradient_scratch(problem_.spec()) : nullptr;
     if (req_src != Req::null) {
         Tensors t;
         t[role::bwd_data_diff_dst].user = diff_dst;
@@ -116,6 +120,7 @@ void Deconvolution::backward(const void *src, const void *weights, const void *d
         t[role::bwd_weights_src].user = src;
         t[role::bwd_weights_diff_dst].user = diff_dst;
         t[role::bwd_weights_diff_weights] = {diff_weights, nullptr, req_weights};
+        if (bias_with_weights) t[role::bwd_weights_diff_bias] = {diff_bias, nullptr, req_bias};
         execute(*plans_[2], t);
     }
     if (bias_scratch) backward_bias_only(diff_dst, diff_bias, req_bias, *bias_scratch);

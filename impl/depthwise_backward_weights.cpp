@@ -101,11 +101,33 @@ private:
     }
 };
 
-// The calling thread's partial gradients, one per OpenMP thread; grown, never shrunk.
-std::vector<float> &partials() {
-    thread_local std::vector<float> p;
-    return p;
+// `partial` (channels, double) += the sums over an output row's pixels of G vectors of 16
+// channels from `c`: per row in f32 (a few hundred terms), across rows in double, as
+// bias_gradient.cpp does.
+template <int G, typename T>
+LIBDECONV_AVX512 void sum_row(const T *dd_row, int64_t pixels, int64_t C, int64_t c, __mmask16 mask,
+        double *partial) {
+    const __mmask16 m = G == 1 ? mask : 0xffff;
+    __m512 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+    for (int64_t x = 0; x < pixels; ++x)
+        for (int g = 0; g < G; ++g) acc[g] = _mm512_add_ps(acc[g], load_masked(dd_row + x * C + c + 16 * g, m));
+    for (int g = 0; g < G; ++g) {
+        alignas(64) float v[16];
+        _mm512_store_ps(v, acc[g]);
+        for (int i = 0; i < 16 && (G > 1 || (m >> i & 1)); ++i) partial[c + 16 * g + i] += v[i];
+    }
 }
+
+template <typename T>
+LIBDECONV_AVX512 void sum_row(const T *dd_row, int64_t pixels, int64_t C, double *partial) {
+    int64_t c = 0;
+    for (; c + 64 <= C; c += 64) sum_row<4>(dd_row, pixels, C, c, 0xffff, partial);
+    for (; c + 16 <= C; c += 16) sum_row<1>(dd_row, pixels, C, c, 0xffff, partial);
+    if (c < C) sum_row<1>(dd_row, pixels, C, c, static_cast<__mmask16>((1u << (C - c)) - 1), partial);
+}
+
+size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 } // namespace
 
@@ -116,37 +138,53 @@ DepthwiseBackwardWeights::DepthwiseBackwardWeights(const DepthwiseShape &shape) 
         first_column_.push_back(std::max<int64_t>(0, floor_div(P - kw * D + S - 1, S)));
         last_column_.push_back(std::min(shape.in[2] - 1, floor_div(shape.out[2] - 1 + P - kw * D, S)));
     }
+    // Output row o goes with the input row whose taps start near it, i = (o + pad) / stride,
+    // the first and last input rows taking those beyond.
+    for (int d = 0; d < 2; ++d) {
+        const int64_t in = shape.in[d], out = shape.out[d];
+        for (int64_t i = 0; i <= in; ++i)
+            owned_[d].push_back(i == 0 ? 0 : i == in ? out : std::clamp(i * shape.stride[d] - shape.pad[d], int64_t(0), out));
+    }
+}
+
+size_t DepthwiseBackwardWeights::scratch_bytes(int threads) const {
+    const DepthwiseShape &d = shape_;
+    const size_t taps = static_cast<size_t>(d.kernel[0] * d.kernel[1] * d.kernel[2]), C = static_cast<size_t>(d.channels);
+    return static_cast<size_t>(threads) * (aligned(taps * C * sizeof(float)) + aligned(C * sizeof(double)));
 }
 
 bool DepthwiseBackwardWeights::supports(const DepthwiseShape &) { return commit_kernels::has_avx512(); }
 
 template <typename T>
-void DepthwiseBackwardWeights::run(const T *src, const T *diff_dst, float *diff_weights, bool add,
-        bool parallel) const {
+void DepthwiseBackwardWeights::run(const T *src, const T *diff_dst, const Gradients &out, void *scratch,
+        int threads) const {
     const DepthwiseShape &d = shape_;
     const int64_t C = d.channels, KW = d.kernel[2];
     const int64_t taps = d.kernel[0] * d.kernel[1] * KW, size = taps * C;
     const int64_t rows = d.batch * d.in[0] * d.in[1];
-    const int threads = parallel ? std::max(1, omp_get_max_threads()) : 1;
-    std::vector<float> &partial = partials();
-    if (partial.size() < static_cast<size_t>(threads * size)) partial.resize(static_cast<size_t>(threads * size));
+    const size_t per_thread = scratch_bytes(1), bias_offset = aligned(static_cast<size_t>(size) * sizeof(float));
     const RowPairKernels<T> kernels;
-    in_parallel(parallel, [&] {
+    in_parallel(threads > 1, [&] {
         const int team = omp_get_num_threads(), me = omp_get_thread_num();
-        float *mine = partial.data() + me * size;
-        std::fill_n(mine, size, 0.f);
+        char *mine = static_cast<char *>(scratch) + me * per_thread;
+        float *weights = reinterpret_cast<float *>(mine);
+        double *bias = reinterpret_cast<double *>(mine + bias_offset);
+        std::fill_n(weights, size, 0.f);
+        if (out.bias) std::fill_n(bias, C, 0.0);
 #pragma omp for schedule(static)
         for (int64_t row = 0; row < rows; ++row) {
             const int64_t iy = row % d.in[1], iz = row / d.in[1] % d.in[0], n = row / (d.in[1] * d.in[0]);
             const T *src_row = src + row * d.in[2] * C;
+            auto dd_row = [&](int64_t oz, int64_t oy) {
+                return diff_dst + ((n * d.out[0] + oz) * d.out[1] + oy) * d.out[2] * C;
+            };
             for (int64_t kd = 0; kd < d.kernel[0]; ++kd) {
                 const int64_t oz = iz * d.stride[0] - d.pad[0] + kd * d.dilate[0];
                 if (oz < 0 || oz >= d.out[0]) continue;
                 for (int64_t kh = 0; kh < d.kernel[1]; ++kh) {
                     const int64_t oy = iy * d.stride[1] - d.pad[1] + kh * d.dilate[1];
                     if (oy < 0 || oy >= d.out[1]) continue;
-                    const T *dd_row = diff_dst + ((n * d.out[0] + oz) * d.out[1] + oy) * d.out[2] * C;
-                    float *row_taps = mine + (kd * d.kernel[1] + kh) * KW * C;
+                    float *row_taps = weights + (kd * d.kernel[1] + kh) * KW * C;
                     for (int64_t kw0 = 0; kw0 < KW; kw0 += kMaxColumnTaps) {
                         const int k = static_cast<int>(std::min<int64_t>(kMaxColumnTaps, KW - kw0));
                         const int64_t first = first_column_[kw0], end = last_column_[kw0 + k - 1] + 1;
@@ -156,27 +194,38 @@ void DepthwiseBackwardWeights::run(const T *src, const T *diff_dst, float *diff_
                         while (c + 16 <= C) {
                             int taken = 1;
                             const RowPairKernel<T> kernel = kernels.widest(k, (C - c) / 16, taken);
-                            kernel(pair, src_row, dd_row, row_taps + kw0 * C, c, 0xffff);
+                            kernel(pair, src_row, dd_row(oz, oy), row_taps + kw0 * C, c, 0xffff);
                             c += 16 * taken;
                         }
                         if (c < C)
-                            kernels.by[k - 1][0](pair, src_row, dd_row, row_taps + kw0 * C, c,
+                            kernels.by[k - 1][0](pair, src_row, dd_row(oz, oy), row_taps + kw0 * C, c,
                                     static_cast<__mmask16>((1u << (C - c)) - 1));
                     }
                 }
             }
+            if (!out.bias) continue;
+            for (int64_t oz = owned_[0][iz]; oz < owned_[0][iz + 1]; ++oz)
+                for (int64_t oy = owned_[1][iy]; oy < owned_[1][iy + 1]; ++oy) sum_row(dd_row(oz, oy), d.out[2], C, bias);
         }
         // The partial gradients added up, in the order of the threads whatever their timing.
+        auto partial = [&](int t) { return static_cast<const char *>(scratch) + t * per_thread; };
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < size; ++i) {
-            float sum = add ? diff_weights[i] : 0.f;
-            for (int t = 0; t < team; ++t) sum += partial[t * size + i];
-            diff_weights[i] = sum;
+            float sum = out.add_weights ? out.weights[i] : 0.f;
+            for (int t = 0; t < team; ++t) sum += reinterpret_cast<const float *>(partial(t))[i];
+            out.weights[i] = sum;
         }
-    });
+        if (!out.bias) return;
+#pragma omp for schedule(static)
+        for (int64_t c = 0; c < C; ++c) {
+            double sum = out.add_bias ? out.bias[c] : 0.0;
+            for (int t = 0; t < team; ++t) sum += reinterpret_cast<const double *>(partial(t) + bias_offset)[c];
+            out.bias[c] = static_cast<float>(sum);
+        }
+    }, threads);
 }
 
-template void DepthwiseBackwardWeights::run(const float *, const float *, float *, bool, bool) const;
-template void DepthwiseBackwardWeights::run(const uint16_t *, const uint16_t *, float *, bool, bool) const;
+template void DepthwiseBackwardWeights::run(const float *, const float *, const Gradients &, void *, int) const;
+template void DepthwiseBackwardWeights::run(const uint16_t *, const uint16_t *, const Gradients &, void *, int) const;
 
 } // namespace libdeconv

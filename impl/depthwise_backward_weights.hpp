@@ -1,12 +1,15 @@
 // The weight gradient of depthwise deconvolutions (one input and one output channel per group)
 // on channels-last data, our own: oneDNN 2.6 has no depthwise kernel for it and runs it as a
 // grouped convolution's or a gemm's (bilinear.dw f32: 9-13 ms and 28 ms, where reading the
-// tensors once takes about 0.5 ms). Per channel and tap a dot product of the input with the
-// output gradient over batch and space.
+// tensors once takes about 0.8 ms). Per channel and tap a dot product of the input with the
+// output gradient over batch and space; the bias gradient, the output gradient's sums per
+// channel, taken on the way from the rows the dot products have just read (as a pass of its
+// own it reads the output gradient again: bilinear.dw f32, 26 MB).
 #pragma once
 
 #include "depthwise_forward.hpp" // DepthwiseShape
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -18,18 +21,31 @@ public:
     // AVX-512.
     static bool supports(const DepthwiseShape &shape);
 
+    // Bytes of the partial gradients a run on `threads` threads sums into.
+    size_t scratch_bytes(int threads) const;
+
+    // The outputs, f32, and whether each adds into what it holds.
+    struct Gradients {
+        float *weights;    // (kernel..., channels)
+        bool add_weights;
+        float *bias;       // (channels), or nullptr: none
+        bool add_bias;
+    };
     // src (batch, in..., channels) and diff_dst (batch, out..., channels) in T (float or
-    // uint16_t bf16); diff_weights f32 (kernel..., channels). `add`: diff_weights += the
-    // result. `parallel`: input rows shared out over OpenMP threads, each summing into a partial
-    // gradient of its own (a buffer of the calling thread, grown once), added up at the end.
+    // uint16_t bf16). Input rows are shared out over `threads` OpenMP threads (1: the calling
+    // thread alone), each summing into partial gradients of its own in `scratch`
+    // (scratch_bytes), added up at the end in the order of the threads.
     template <typename T>
-    void run(const T *src, const T *diff_dst, float *diff_weights, bool add, bool parallel) const;
+    void run(const T *src, const T *diff_dst, const Gradients &out, void *scratch, int threads) const;
 
 private:
     DepthwiseShape shape_;
     // Per kernel column kw, the input columns whose output column ix * stride - pad + kw *
     // dilate is inside the output: [first, last].
     std::vector<int64_t> first_column_, last_column_;
+    // The output rows whose bias sums an input row takes, per spatial dim (depth, height): those
+    // from owned_[d][i] to owned_[d][i + 1], every output row once.
+    std::vector<int64_t> owned_[2];
 };
 
 } // namespace libdeconv

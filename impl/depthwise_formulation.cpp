@@ -5,6 +5,8 @@
 #include "error.hpp"
 #include "plan_building.hpp"
 
+#include <omp.h>
+
 namespace libdeconv {
 namespace {
 
@@ -58,7 +60,8 @@ const void *handle(const dnnl_exec_arg_t *args, int count, int arg) {
 class DepthwiseKernel {
 public:
     virtual ~DepthwiseKernel() = default;
-    virtual void run(DataType compute, const dnnl_exec_arg_t *args, int count, bool accumulate) const = 0;
+    virtual void run(DataType compute, const dnnl_exec_arg_t *args, int count,
+            const std::array<bool, kMaxRoles> &adding) const = 0;
 };
 
 namespace {
@@ -66,7 +69,9 @@ namespace {
 class ForwardKernel final : public DepthwiseKernel {
 public:
     explicit ForwardKernel(const DepthwiseShape &shape) : kernel_(shape) {}
-    void run(DataType compute, const dnnl_exec_arg_t *args, int count, bool accumulate) const override {
+    void run(DataType compute, const dnnl_exec_arg_t *args, int count,
+            const std::array<bool, kMaxRoles> &adding) const override {
+        const bool accumulate = adding[role::fwd_dst];
         const void *src = handle(args, count, DNNL_ARG_SRC);
         const auto *weights = static_cast<const float *>(handle(args, count, DNNL_ARG_WEIGHTS));
         const auto *bias = static_cast<const float *>(handle(args, count, DNNL_ARG_BIAS));
@@ -84,20 +89,26 @@ private:
 
 class WeightGradientKernel final : public DepthwiseKernel {
 public:
-    explicit WeightGradientKernel(const DepthwiseShape &shape) : kernel_(shape) {}
-    void run(DataType compute, const dnnl_exec_arg_t *args, int count, bool accumulate) const override {
+    // On `threads` OpenMP threads: the plan's scratchpad holds their partial sums.
+    WeightGradientKernel(const DepthwiseShape &shape, int threads) : kernel_(shape), threads_(threads) {}
+    size_t scratch_bytes() const { return kernel_.scratch_bytes(threads_); }
+    void run(DataType compute, const dnnl_exec_arg_t *args, int count,
+            const std::array<bool, kMaxRoles> &adding) const override {
         const void *src = handle(args, count, DNNL_ARG_SRC), *diff_dst = handle(args, count, DNNL_ARG_DIFF_DST);
-        auto *diff_weights = static_cast<float *>(const_cast<void *>(handle(args, count, DNNL_ARG_DIFF_WEIGHTS)));
+        auto output = [&](int arg) { return static_cast<float *>(const_cast<void *>(handle(args, count, arg))); };
+        const DepthwiseBackwardWeights::Gradients out{output(DNNL_ARG_DIFF_WEIGHTS),
+                adding[role::bwd_weights_diff_weights], output(DNNL_ARG_DIFF_BIAS), adding[role::bwd_weights_diff_bias]};
+        void *scratch = const_cast<void *>(handle(args, count, DNNL_ARG_SCRATCHPAD));
         if (compute == DataType::bf16)
-            kernel_.run(static_cast<const uint16_t *>(src), static_cast<const uint16_t *>(diff_dst), diff_weights,
-                    accumulate, true);
+            kernel_.run(static_cast<const uint16_t *>(src), static_cast<const uint16_t *>(diff_dst), out, scratch,
+                    threads_);
         else
-            kernel_.run(static_cast<const float *>(src), static_cast<const float *>(diff_dst), diff_weights, accumulate,
-                    true);
+            kernel_.run(static_cast<const float *>(src), static_cast<const float *>(diff_dst), out, scratch, threads_);
     }
 
 private:
     DepthwiseBackwardWeights kernel_;
+    int threads_;
 };
 
 } // namespace
@@ -121,12 +132,19 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute) {
         return memory::desc(user.dims(), type, plain_data_tag(user.dims().size(), true));
     };
     const memory::desc src = user_data_desc(p, false), dst = user_data_desc(p, true), weights = user_weights_desc(p);
+    const memory::desc bias_f32({s.out_channels}, dt::f32, memory::format_tag::a);
     if (pass == Pass::backward_weights) {
-        plan.depthwise = std::make_shared<const WeightGradientKernel>(shape_of(p));
+        // Built under the plan's SingleThreaded scope (descriptors.cpp), as a primitive is.
+        auto kernel = std::make_shared<const WeightGradientKernel>(shape_of(p), std::max(1, omp_get_max_threads()));
+        plan.scratchpad_bytes = kernel->scratch_bytes();
+        plan.depthwise = kernel;
         add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, src, channels_last(src));
         add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, dst, channels_last(dst));
         add_role(plan, role::bwd_weights_diff_weights, DNNL_ARG_DIFF_WEIGHTS, true, weights,
                 kernel_weights_desc(weights));
+        if (s.bias)
+            add_role(plan, role::bwd_weights_diff_bias, DNNL_ARG_DIFF_BIAS, true,
+                    memory::desc({s.out_channels}, type, memory::format_tag::a), bias_f32);
         return;
     }
     plan.depthwise = std::make_shared<const ForwardKernel>(shape_of(p));
@@ -134,12 +152,13 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute) {
     add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights, kernel_weights_desc(weights));
     if (s.bias)
         add_role(plan, role::fwd_bias, DNNL_ARG_BIAS, false, memory::desc({s.out_channels}, type, memory::format_tag::a),
-                memory::desc({s.out_channels}, dt::f32, memory::format_tag::a));
+                bias_f32);
     add_role(plan, role::fwd_dst, DNNL_ARG_DST, true, dst, channels_last(dst));
 }
 
-void run_depthwise(const Plan &plan, const dnnl_exec_arg_t *args, int count, bool accumulate) {
-    plan.depthwise->run(plan.compute, args, count, accumulate);
+void run_depthwise(const Plan &plan, const dnnl_exec_arg_t *args, int count,
+        const std::array<bool, kMaxRoles> &adding) {
+    plan.depthwise->run(plan.compute, args, count, adding);
 }
 
 } // namespace libdeconv

@@ -17,7 +17,8 @@ bool is_depthwise_candidate(const Problem &problem);
 void make_depthwise(Plan &plan, const Problem &problem, Pass pass, DataType compute);
 
 // Runs the plan's kernel on the tensors in `args` (forward: DNNL_ARG_SRC, _WEIGHTS, _BIAS, _DST;
-// weight gradient: _SRC, _DIFF_DST, _DIFF_WEIGHTS), adding into the output with `accumulate`.
-void run_depthwise(const Plan &plan, const dnnl_exec_arg_t *args, int count, bool accumulate);
+// weight gradient: _SRC, _DIFF_DST, _DIFF_WEIGHTS, _DIFF_BIAS, _SCRATCHPAD), adding into the
+// outputs of the roles `adding` marks.
+void run_depthwise(const Plan &plan, const dnnl_exec_arg_t *args, int count, const std::array<bool, kMaxRoles> &adding);
 
 } // namespace libdeconv

@@ -70,8 +70,9 @@ struct Role {
 namespace role {
 constexpr int fwd_src = 0, fwd_weights = 1, fwd_bias = 2, fwd_dst = 3;
 constexpr int bwd_data_diff_dst = 0, bwd_data_weights = 1, bwd_data_diff_src = 2;
-// The bias gradient is no role: it is always reduced apart (bias_gradient.hpp).
-constexpr int bwd_weights_src = 0, bwd_weights_diff_dst = 1, bwd_weights_diff_weights = 2;
+// The bias gradient is a role only of the plans that compute it (the depthwise kernel); the
+// others leave it to a reduction apart (bias_gradient.hpp).
+constexpr int bwd_weights_src = 0, bwd_weights_diff_dst = 1, bwd_weights_diff_weights = 2, bwd_weights_diff_bias = 3;
 } // namespace role
 
 constexpr int kMaxRoles = 4;

@@ -119,9 +119,12 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
     int count = 0;
     args[count++] = {DNNL_ARG_SCRATCHPAD, b.scratchpad.get()};
     const float *commit_bias = nullptr;
+    std::array<bool, kMaxRoles> adding{}; // outputs the computation adds into itself
     bool accumulate = false;
-    for (int i = 0; i < kMaxRoles; ++i)
-        accumulate |= plan.roles[i].present && tensors[i].req == Req::add && in_place(plan, plan.roles[i], tensors[i]);
+    for (int i = 0; i < kMaxRoles; ++i) {
+        adding[i] = plan.roles[i].present && tensors[i].req == Req::add && in_place(plan, plan.roles[i], tensors[i]);
+        accumulate |= adding[i];
+    }
     for (int i = 0; i < kMaxRoles; ++i) {
         const Role &r = plan.roles[i];
         if (!r.present) continue;
@@ -170,7 +173,7 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
     }
     if (plan.depthwise) {
         stream.wait(); // the input reorders
-        run_depthwise(plan, args, count, accumulate);
+        run_depthwise(plan, args, count, adding);
     } else {
         run(accumulate ? plan.accumulating : plan.primitive, stream, args, count);
     }

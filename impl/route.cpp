@@ -1,5 +1,6 @@
 #include "route.hpp"
 
+#include "bias_gradient.hpp"
 #include "cpu_wait.hpp"
 #include "depthwise_formulation.hpp"
 #include "error.hpp"
@@ -161,6 +162,15 @@ public:
         }
         if (plan.pass == Pass::forward && problem.spec().mode == Mode::inference)
             packed_ = pack_weights(plan, buffers[role::fwd_weights].data(), buffers[role::fwd_bias].data());
+        // A weight gradient whose plan leaves the bias gradient to the reduction apart is timed
+        // with it, as the plans that compute both (Deconvolution::backward) are.
+        if (plan.pass == Pass::backward_weights && problem.spec().bias
+                && !plan.roles[role::bwd_weights_diff_bias].present) {
+            bias_apart_ = &problem.spec();
+            bias_pixels_ = problem.dst_elems() / (problem.spec().batch * problem.spec().out_channels);
+            bias_out_.resize(static_cast<size_t>(problem.spec().out_channels) * 4);
+            bias_gradient_scratch(problem.spec());
+        }
     }
     // After every candidate's constructor, so that the buffers no longer move.
     double seconds(const CallerBuffers &buffers) const {
@@ -180,12 +190,18 @@ public:
         evict(thread_workspace(plan_.workspace_bytes), plan_.workspace_bytes);
         const auto start = std::chrono::steady_clock::now();
         execute(plan_, tensors);
+        if (bias_apart_)
+            reduce_bias_gradient(*bias_apart_, bias_pixels_, buffers[role::bwd_weights_diff_dst].data(),
+                    bias_out_.data(), Req::write, bias_gradient_scratch(*bias_apart_));
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
 
 private:
     const Plan &plan_;
     std::shared_ptr<const PackedWeights> packed_;
+    const Spec *bias_apart_ = nullptr; // the problem, where its bias gradient is reduced apart
+    int64_t bias_pixels_ = 0;
+    mutable std::vector<char> bias_out_;
 };
 
 // The best of a few runs of each plan, taken in turns so that a slower moment of the machine

@@ -98,6 +98,9 @@ TEST_P(DepthwiseKernel, ForwardMatchesTheReference) {
     }
 }
 
+// The weight gradient with the bias gradient, which the kernel takes on the way (requests
+// crossed, so that each output's own request counts), and the bias gradient alone (reduced
+// apart).
 TEST_P(DepthwiseKernel, WeightGradientMatchesTheReference) {
     const naive::Problem p = problem_of(GetParam());
     std::mt19937_64 rng(20261206);
@@ -105,8 +108,10 @@ TEST_P(DepthwiseKernel, WeightGradientMatchesTheReference) {
         if (dt == DECONV_BF16 && !harness::bf16_ok()) continue;
         const Vec src = harness::random_values(rng, naive::src_elems(p), dt);
         const Vec dd = harness::random_values(rng, naive::dst_elems(p), dt);
-        const Vec prior = harness::random_values(rng, naive::weights_elems(p), dt);
-        const harness::Expected e = harness::expect_backward_weights(p, src, dd);
+        const Vec prior_w = harness::random_values(rng, naive::weights_elems(p), dt);
+        const Vec prior_b = harness::random_values(rng, p.out_channels, dt);
+        const harness::Expected ew = harness::expect_backward_weights(p, src, dd);
+        const harness::Expected eb = harness::expect_backward_bias(p, dd);
         for (deconv_layout l : {DECONV_CHANNELS_LAST, DECONV_CHANNELS_FIRST}) {
             SCOPED_TRACE(std::string(harness::dtype_str(dt)) + " " + harness::layout_str(l));
             Handle h(p, dt, l, DECONV_TRAINING);
@@ -116,15 +121,20 @@ TEST_P(DepthwiseKernel, WeightGradientMatchesTheReference) {
                 EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).rfind("libdeconv_dw:", 0), 0u);
             }
             Buffer bs = harness::src_buffer(p, dt, l, src), bdd = harness::dst_buffer(p, dt, l, dd);
-            for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD}) {
-                SCOPED_TRACE(harness::req_str(r));
-                Buffer dw(dt, prior);
+            const deconv_req requests[][2] = {{DECONV_REQ_WRITE, DECONV_REQ_ADD}, {DECONV_REQ_ADD, DECONV_REQ_WRITE},
+                    {DECONV_REQ_ADD, DECONV_REQ_NULL}, {DECONV_REQ_NULL, DECONV_REQ_ADD}};
+            for (const auto &r : requests) {
+                SCOPED_TRACE(std::string("weights ") + harness::req_str(r[0]) + ", bias " + harness::req_str(r[1]));
+                Buffer dw(dt, prior_w), db(dt, prior_b);
                 ASSERT_EQ(deconv_backward(h.get(), bs.data(), nullptr, bdd.data(), nullptr, DECONV_REQ_NULL, dw.data(),
-                                  r, nullptr, DECONV_REQ_NULL),
+                                  r[0], db.data(), r[1]),
                         DECONV_OK)
                         << deconv_last_error();
-                EXPECT_TRUE(dw.guards_intact());
-                EXPECT_TRUE(harness::compare("diff_weights", dw.get(), e, dt, r == DECONV_REQ_ADD ? &prior : nullptr));
+                EXPECT_TRUE(dw.guards_intact() && db.guards_intact());
+                if (r[0] == DECONV_REQ_NULL) EXPECT_EQ(dw.get(), prior_w);
+                else EXPECT_TRUE(harness::compare("diff_weights", dw.get(), ew, dt, r[0] == DECONV_REQ_ADD ? &prior_w : nullptr));
+                if (r[1] == DECONV_REQ_NULL) EXPECT_EQ(db.get(), prior_b);
+                else EXPECT_TRUE(harness::compare("diff_bias", db.get(), eb, dt, r[1] == DECONV_REQ_ADD ? &prior_b : nullptr));
             }
         }
     }
