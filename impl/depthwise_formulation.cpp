@@ -90,7 +90,8 @@ private:
 class WeightGradientKernel final : public DepthwiseKernel {
 public:
     // On `threads` OpenMP threads: the plan's scratchpad holds their partial sums.
-    WeightGradientKernel(const DepthwiseShape &shape, int threads) : kernel_(shape), threads_(threads) {}
+    WeightGradientKernel(const DepthwiseShape &shape, bool channels_first, int threads)
+        : kernel_(shape, channels_first), threads_(threads) {}
     size_t scratch_bytes() const { return kernel_.scratch_bytes(threads_); }
     void run(DataType compute, const dnnl_exec_arg_t *args, int count,
             const std::array<bool, kMaxRoles> &adding) const override {
@@ -119,7 +120,7 @@ bool is_depthwise_candidate(const Problem &p) {
             && DepthwiseForward::supports(shape_of(p));
 }
 
-void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute) {
+void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, bool channels_first) {
     const Spec &s = p.spec();
     if (pass == Pass::backward_data || !is_depthwise_candidate(p))
         throw Error(Status::unsupported, "the depthwise kernels compute forward and weight-gradient passes of "
@@ -135,11 +136,13 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute) {
     const memory::desc bias_f32({s.out_channels}, dt::f32, memory::format_tag::a);
     if (pass == Pass::backward_weights) {
         // Built under the plan's SingleThreaded scope (descriptors.cpp), as a primitive is.
-        auto kernel = std::make_shared<const WeightGradientKernel>(shape_of(p), std::max(1, omp_get_max_threads()));
+        auto kernel = std::make_shared<const WeightGradientKernel>(shape_of(p), channels_first,
+                std::max(1, omp_get_max_threads()));
         plan.scratchpad_bytes = kernel->scratch_bytes();
         plan.depthwise = kernel;
-        add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, src, channels_last(src));
-        add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, dst, channels_last(dst));
+        if (channels_first) plan.impl += " on channels-first rows";
+        add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, src, channels_first ? src : channels_last(src));
+        add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, dst, channels_first ? dst : channels_last(dst));
         add_role(plan, role::bwd_weights_diff_weights, DNNL_ARG_DIFF_WEIGHTS, true, weights,
                 kernel_weights_desc(weights));
         if (s.bias)

@@ -13,8 +13,10 @@ namespace libdeconv {
 bool is_depthwise_candidate(const Problem &problem);
 
 // Makes the forward or weight-gradient pass of such a problem a kernel, computing in the
-// problem's own type. Throws Error(unsupported) for other passes, compute types or problems.
-void make_depthwise(Plan &plan, const Problem &problem, Pass pass, DataType compute);
+// problem's own type, on channels-last copies of the caller's data or (`channels_first`: a
+// weight gradient of channels-first data) on the caller's data itself. Throws
+// Error(unsupported) for other passes, compute types or problems.
+void make_depthwise(Plan &plan, const Problem &problem, Pass pass, DataType compute, bool channels_first);
 
 // Runs the plan's kernel on the tensors in `args` (forward: DNNL_ARG_SRC, _WEIGHTS, _BIAS, _DST;
 // weight gradient: _SRC, _DIFF_DST, _DIFF_WEIGHTS, _DIFF_BIAS, _SCRATCHPAD), adding into the

@@ -304,8 +304,11 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
                                          "without dilation");
     if (formulation == Formulation::matrix_product && data_layout != DataLayout::any)
         throw Error(Status::unsupported, "the matmul formulation lays out its matrices itself");
-    if (formulation == Formulation::depthwise && data_layout != DataLayout::any)
-        throw Error(Status::unsupported, "the depthwise kernel lays out its data itself");
+    if (formulation == Formulation::depthwise && data_layout != DataLayout::any
+            && !(data_layout == DataLayout::channels_first && pass == Pass::backward_weights
+                    && p.spec().layout == Layout::channels_first))
+        throw Error(Status::unsupported, "the depthwise kernels take channels-last data, or the weight gradient the "
+                                         "caller's channels-first data");
     const dt type = onednn_type(compute);
     Plan plan;
     plan.id = next_id++;
@@ -314,7 +317,7 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     plan.single_threaded = runs_single_threaded(p);
     SingleThreaded scope(plan.single_threaded);
     if (formulation == Formulation::depthwise) {
-        make_depthwise(plan, p, pass, compute);
+        make_depthwise(plan, p, pass, compute, data_layout == DataLayout::channels_first);
     } else if (subpixel) {
         make_subpixel(plan, p, pass, type, data_layout == DataLayout::channels_first);
     } else if (!deconvolution) {

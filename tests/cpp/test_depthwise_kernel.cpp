@@ -119,6 +119,13 @@ TEST_P(DepthwiseKernel, WeightGradientMatchesTheReference) {
             SCOPED_TRACE(h.impl(DECONV_PASS_BACKWARD_WEIGHTS));
             if (pinned_to_the_kernel()) {
                 EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).rfind("libdeconv_dw:", 0), 0u);
+                // Which of its two ways reads channels-first data, when a layout is pinned too.
+                const char *layout = std::getenv("DECONV_DATA_LAYOUT");
+                const bool rows = layout && std::string(layout) == "channels_first" && l == DECONV_CHANNELS_FIRST;
+                if (layout) {
+                    EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).find("on channels-first rows") != std::string::npos,
+                            rows);
+                }
             }
             Buffer bs = harness::src_buffer(p, dt, l, src), bdd = harness::dst_buffer(p, dt, l, dd);
             const deconv_req requests[][2] = {{DECONV_REQ_WRITE, DECONV_REQ_ADD}, {DECONV_REQ_ADD, DECONV_REQ_WRITE},
