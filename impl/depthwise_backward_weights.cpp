@@ -168,8 +168,6 @@ size_t DepthwiseBackwardWeights::scratch_bytes(int threads) const {
     return static_cast<size_t>(threads) * (aligned(taps * C * sizeof(float)) + aligned(C * sizeof(double)) + rows);
 }
 
-bool DepthwiseBackwardWeights::supports(const DepthwiseShape &) { return commit_kernels::has_avx512(); }
-
 template <typename T>
 void DepthwiseBackwardWeights::run(const T *src, const T *diff_dst, const Gradients &out, void *scratch,
         int threads) const {

@@ -18,12 +18,12 @@ namespace libdeconv {
 class DepthwiseBackwardWeights {
 public:
     // `channels_first`: src and diff_dst are read in the caller's (batch, channels, space...)
-    // layout, each row transposed into a buffer of the thread's as the kernel needs it, not
-    // the whole tensors converted first (mobile.dw f32: a 14.5 MB diff_dst written and read
-    // back, 3x the time of the kernel).
+    // layout, each row transposed into a buffer of the thread's as the kernel needs it, instead
+    // of channels-last copies of the whole tensors made first (whose conversion took 3x the
+    // kernel's time on mobile.dw f32). Faster in bf16, slower in f32 (its rows are twice the
+    // bytes, read from 144 planes at once): route timing chooses. AVX-512
+    // (is_depthwise_candidate checks it).
     DepthwiseBackwardWeights(const DepthwiseShape &shape, bool channels_first);
-    // AVX-512.
-    static bool supports(const DepthwiseShape &shape);
 
     // Bytes of the partial gradients a run on `threads` threads sums into.
     size_t scratch_bytes(int threads) const;
