@@ -22,8 +22,12 @@ if((DECONV_SANITIZE OR DECONV_FUZZ) AND DECONV_SANITIZE_THREAD)
 endif()
 
 # -g and frame pointers: readable reports. -fno-sanitize-recover=all: the first UB report aborts,
-# so a test cannot pass with one in its output.
-set(DECONV_ASAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
+# so a test cannot pass with one in its output. -O1 (after the build type's -O3, so it wins), as
+# the sanitizers' documentation advises: the instrumented -O3 build took 344 s against 187 s
+# here and ran the ASan suite only 6% faster (315 s against 334 s).
+set(DECONV_SANITIZER_OPT -O1)
+set(DECONV_ASAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
+  ${DECONV_SANITIZER_OPT})
 
 if(DECONV_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang" OR NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
@@ -53,7 +57,7 @@ elseif(DECONV_SANITIZE)
   add_compile_options(${DECONV_ASAN_FLAGS})
   add_link_options(-fsanitize=address,undefined)
 elseif(DECONV_SANITIZE_THREAD)
-  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -g)
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -g ${DECONV_SANITIZER_OPT})
   add_link_options(-fsanitize=thread)
 
   # The ThreadSanitizer run: the tests whose subject is concurrency, on one OpenMP thread per
