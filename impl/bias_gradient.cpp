@@ -1,6 +1,7 @@
 #include "bias_gradient.hpp"
 
 #include "bf16.hpp"
+#include "commit_kernels.hpp"
 #include "threads.hpp"
 
 #include <algorithm>
@@ -50,6 +51,43 @@ void sum_few_channels(const T *v, int64_t pixels, int64_t channels, float *sums)
     }
 }
 
+// Channels-last pixels with kLanes channels or more into sums[channel]: the channels in vectors
+// held in registers over the pixels, 64 channels at a time. The portable loop below keeps its
+// sums in memory, one store-to-load chain per pixel, and ran at 9 GB/s (adj.s2's 16 channels:
+// 0.34 ms of a 0.8 ms backward-weights call).
+template <typename T>
+LIBDECONV_AVX512 void sum_many_channels_avx512(const T *v, int64_t pixels, int64_t channels, float *sums) {
+    using commit_kernels::load_masked;
+    using commit_kernels::store_masked;
+    int64_t c0 = 0;
+    for (; c0 + 64 <= channels; c0 += 64) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t p = 0; p < pixels; ++p) {
+            const T *row = v + p * channels + c0;
+            a0 = _mm512_add_ps(a0, load_masked(row, 0xffff));
+            a1 = _mm512_add_ps(a1, load_masked(row + 16, 0xffff));
+            a2 = _mm512_add_ps(a2, load_masked(row + 32, 0xffff));
+            a3 = _mm512_add_ps(a3, load_masked(row + 48, 0xffff));
+        }
+        store_masked(sums + c0, 0xffff, a0);
+        store_masked(sums + c0 + 16, 0xffff, a1);
+        store_masked(sums + c0 + 32, 0xffff, a2);
+        store_masked(sums + c0 + 48, 0xffff, a3);
+    }
+    for (; c0 < channels; c0 += 16) {
+        const int64_t lanes = std::min<int64_t>(16, channels - c0);
+        const __mmask16 m = lanes == 16 ? 0xffff : static_cast<__mmask16>((1u << lanes) - 1);
+        __m512 even = _mm512_setzero_ps(), odd = even; // two chains: an add's latency per pixel otherwise
+        int64_t p = 0;
+        for (; p + 2 <= pixels; p += 2) {
+            even = _mm512_add_ps(even, load_masked(v + p * channels + c0, m));
+            odd = _mm512_add_ps(odd, load_masked(v + (p + 1) * channels + c0, m));
+        }
+        if (p < pixels) even = _mm512_add_ps(even, load_masked(v + p * channels + c0, m));
+        store_masked(sums + c0, m, _mm512_add_ps(even, odd));
+    }
+}
+
 // Work items: runs of one channel plane (channels-first) or runs of pixels with all channels
 // (channels-last), split statically over the team; each thread sums into its own row of
 // `partial`, so the result depends only on the thread count.
@@ -74,6 +112,9 @@ void partial_sums(const Spec &s, int64_t pixels, const T *dd, BiasGradientScratc
                 mine[c] += run_sum(dd + plane * pixels + p0, p1 - p0);
             } else if (channels < kLanes) {
                 sum_few_channels(dd + ((item / runs) * pixels + p0) * channels, p1 - p0, channels, run);
+                for (int64_t c = 0; c < channels; ++c) mine[c] += run[c];
+            } else if (commit_kernels::has_avx512()) {
+                sum_many_channels_avx512(dd + ((item / runs) * pixels + p0) * channels, p1 - p0, channels, run);
                 for (int64_t c = 0; c < channels; ++c) mine[c] += run[c];
             } else {
                 const T *base = dd + (item / runs) * pixels * channels;

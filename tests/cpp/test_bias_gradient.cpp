@@ -1,7 +1,9 @@
 // The bias gradient is reduced by the library itself, on all threads, above a size where it
 // splits the work (about 32K diff_dst elements): check such sizes in both layouts and data
 // types, alone and beside the weight gradient, written and added, against the reference sum.
-// The channel count (37) is no multiple of a vector, and runs of pixels end mid-vector.
+// The channel counts are no multiple of a vector (37: two vectors and a partial one; 70: a block
+// of 64 channels summed four vectors at a time, then a partial vector), and runs of pixels end
+// mid-vector and are of odd length (41 x 43 pixels an image).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -17,12 +19,13 @@ struct BiasCase {
     deconv_layout layout;
     deconv_req req;
     bool with_weights;
+    int channels;
 };
 
 std::string name(const ::testing::TestParamInfo<BiasCase>& info) {
     const BiasCase& c = info.param;
     return std::string(dtype_str(c.dtype)) + "_" + layout_str(c.layout) + "_" + req_str(c.req) +
-           (c.with_weights ? "_with_weights" : "_alone");
+           (c.with_weights ? "_with_weights" : "_alone") + "_" + std::to_string(c.channels);
 }
 
 std::vector<BiasCase> cases() {
@@ -30,7 +33,8 @@ std::vector<BiasCase> cases() {
     for (deconv_dtype dt : {DECONV_F32, DECONV_BF16})
         for (deconv_layout l : {DECONV_CHANNELS_FIRST, DECONV_CHANNELS_LAST})
             for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD})
-                for (bool w : {false, true}) v.push_back({dt, l, r, w});
+                for (bool w : {false, true})
+                    for (int channels : {37, 70}) v.push_back({dt, l, r, w, channels});
     return v;
 }
 
@@ -40,8 +44,8 @@ TEST_P(LargeBiasGradient, MatchesTheReferenceSum) {
     const BiasCase& c = GetParam();
     if (c.dtype == DECONV_BF16 && !bf16_ok()) GTEST_SKIP() << "no bf16 on this CPU";
     Problem p;
-    p.rank = 2, p.batch = 3, p.in_channels = 5, p.out_channels = 37, p.bias = true;
-    p.in_size = {20, 21, 1}, p.kernel = {2, 3, 1}, p.stride = {2, 2, 1};  // out 40 x 43
+    p.rank = 2, p.batch = 3, p.in_channels = 5, p.out_channels = c.channels, p.bias = true;
+    p.in_size = {20, 21, 1}, p.kernel = {3, 3, 1}, p.stride = {2, 2, 1};  // out 41 x 43: odd
 
     std::mt19937_64 rng(7);
     const Vec src = random_values(rng, size_t(naive::src_elems(p)), c.dtype);
