@@ -405,9 +405,6 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
         for (size_t i : usable) timed.push_back(plans[i].get());
         const std::vector<double> seconds = seconds_per_call(problem, timed);
         const double best = *std::min_element(seconds.begin(), seconds.end());
-        if (std::getenv("DECONV_ROUTE_DEBUG"))
-            for (size_t k = 0; k < usable.size(); ++k)
-                fprintf(stderr, "route %d bias=%d: %.3f ms %s\n", (int)pass, (int)problem.spec().bias, seconds[k] * 1e3, plans[usable[k]]->impl.c_str());
         Route twin;
         const bool has_twin = twin_route(problem, pass, twin);
         size_t tie = usable.size();
