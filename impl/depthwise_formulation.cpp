@@ -1,5 +1,6 @@
 #include "depthwise_formulation.hpp"
 
+#include "depthwise_backward_data.hpp"
 #include "depthwise_backward_weights.hpp"
 #include "depthwise_forward.hpp"
 #include "error.hpp"
@@ -28,6 +29,19 @@ DepthwiseShape shape_of(const Problem &p) {
         d.dilate[lead + i] = s.dilate[i];
     }
     return d;
+}
+
+// The caller's weights (G, 1, 1, k...) as f32 (G, 1, 1, k...) in that order: the backward-data
+// kernel's, a conversion only of bf16 weights.
+memory::desc plain_f32_weights_desc(const memory::desc &user) {
+    const memory::dims dims = user.dims();
+    memory::dims strides(dims.size());
+    memory::dim step = 1;
+    for (size_t i = dims.size(); i-- > 0;) {
+        strides[i] = step;
+        step *= dims[i];
+    }
+    return memory::desc(dims, dt::f32, strides);
 }
 
 // The caller's weights (G, 1, 1, k...) as the kernel's f32 (k..., G): a reorder's destination.
@@ -87,6 +101,31 @@ private:
     DepthwiseForward kernel_;
 };
 
+class DataGradientKernel final : public DepthwiseKernel {
+public:
+    // On `threads` OpenMP threads: the plan's scratchpad holds their buffers.
+    DataGradientKernel(const DepthwiseShape &shape, int threads) : kernel_(shape), threads_(threads) {}
+    size_t scratch_bytes() const { return kernel_.scratch_bytes(threads_); }
+    void run(DataType compute, const dnnl_exec_arg_t *args, int count,
+            const std::array<bool, kMaxRoles> &adding) const override {
+        const bool accumulate = adding[role::bwd_data_diff_src];
+        const void *diff_dst = handle(args, count, DNNL_ARG_DIFF_DST);
+        const auto *weights = static_cast<const float *>(handle(args, count, DNNL_ARG_WEIGHTS));
+        void *diff_src = const_cast<void *>(handle(args, count, DNNL_ARG_DIFF_SRC));
+        void *scratch = const_cast<void *>(handle(args, count, DNNL_ARG_SCRATCHPAD));
+        if (compute == DataType::bf16)
+            kernel_.run(static_cast<const uint16_t *>(diff_dst), weights, static_cast<uint16_t *>(diff_src), accumulate,
+                    scratch, threads_);
+        else
+            kernel_.run(static_cast<const float *>(diff_dst), weights, static_cast<float *>(diff_src), accumulate,
+                    scratch, threads_);
+    }
+
+private:
+    DepthwiseBackwardData kernel_;
+    int threads_;
+};
+
 class WeightGradientKernel final : public DepthwiseKernel {
 public:
     // On `threads` OpenMP threads: the plan's scratchpad holds their partial sums.
@@ -114,17 +153,20 @@ private:
 
 } // namespace
 
-bool is_depthwise_candidate(const Problem &p) {
+bool is_depthwise_candidate(const Problem &p, Pass pass) {
     const Spec &s = p.spec();
-    return s.groups > 1 && s.in_channels == s.groups && s.out_channels == s.groups
-            && DepthwiseForward::supports(shape_of(p));
+    if (s.groups == 1 || s.in_channels != s.groups || s.out_channels != s.groups) return false;
+    if (pass == Pass::backward_data)
+        return s.layout == Layout::channels_first && DepthwiseBackwardData::supports(shape_of(p));
+    return DepthwiseForward::supports(shape_of(p));
 }
 
 void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, bool channels_first) {
     const Spec &s = p.spec();
-    if (pass == Pass::backward_data || !is_depthwise_candidate(p))
-        throw Error(Status::unsupported, "the depthwise kernels compute forward and weight-gradient passes of "
-                                         "depthwise problems");
+    if (!is_depthwise_candidate(p, pass))
+        throw Error(Status::unsupported, "the depthwise kernels do not compute this pass of this problem");
+    if (pass == Pass::backward_data && !channels_first)
+        throw Error(Status::unsupported, "the depthwise data gradient reads the caller's channels-first data");
     if (compute != s.dtype)
         throw Error(Status::unsupported, "the depthwise kernels compute in the problem's own data type");
     const dt type = onednn_type(compute);
@@ -134,6 +176,17 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
     };
     const memory::desc src = user_data_desc(p, false), dst = user_data_desc(p, true), weights = user_weights_desc(p);
     const memory::desc bias_f32({s.out_channels}, dt::f32, memory::format_tag::a);
+    if (pass == Pass::backward_data) {
+        // Built under the plan's SingleThreaded scope (descriptors.cpp), as a primitive is.
+        auto kernel = std::make_shared<const DataGradientKernel>(shape_of(p), std::max(1, omp_get_max_threads()));
+        plan.scratchpad_bytes = kernel->scratch_bytes();
+        plan.depthwise = kernel;
+        plan.impl += " on channels-first planes";
+        add_role(plan, role::bwd_data_diff_dst, DNNL_ARG_DIFF_DST, false, dst, dst);
+        add_role(plan, role::bwd_data_weights, DNNL_ARG_WEIGHTS, false, weights, plain_f32_weights_desc(weights));
+        add_role(plan, role::bwd_data_diff_src, DNNL_ARG_DIFF_SRC, true, src, src);
+        return;
+    }
     if (pass == Pass::backward_weights) {
         // Built under the plan's SingleThreaded scope (descriptors.cpp), as a primitive is.
         auto kernel = std::make_shared<const WeightGradientKernel>(shape_of(p), channels_first,

@@ -1,7 +1,8 @@
-// The forward and weight-gradient passes of a depthwise deconvolution (groups = in_channels =
-// out_channels) as our own kernels on channels-last data (depthwise_forward.hpp, bias and add
-// requests inside it; depthwise_backward_weights.hpp); the caller's channels-first data
-// converted by the plan's roles as for any primitive.
+// The passes of a depthwise deconvolution (groups = in_channels = out_channels) as our own
+// kernels: forward and weight gradient on channels-last data (depthwise_forward.hpp, bias and add
+// requests inside it; depthwise_backward_weights.hpp), the caller's channels-first data
+// converted by the plan's roles as for any primitive; the data gradient of channels-first data
+// as it is (depthwise_backward_data.hpp).
 #pragma once
 
 #include "descriptors.hpp"
@@ -10,17 +11,19 @@
 
 namespace libdeconv {
 
-bool is_depthwise_candidate(const Problem &problem);
+// Forward and weight gradient: AVX-512 and kernels of modest size; the data gradient also
+// channels-first data.
+bool is_depthwise_candidate(const Problem &problem, Pass pass);
 
-// Makes the forward or weight-gradient pass of such a problem a kernel, computing in the
-// problem's own type, on channels-last copies of the caller's data or (`channels_first`: a
-// weight gradient of channels-first data) on the caller's data itself. Throws
-// Error(unsupported) for other passes, compute types or problems.
+// Makes a pass of such a problem a kernel, computing in the problem's own type, on channels-last
+// copies of the caller's data or (`channels_first`: a weight or data gradient of channels-first
+// data; the data gradient only so) on the caller's data itself. Throws Error(unsupported) for
+// other compute types or problems.
 void make_depthwise(Plan &plan, const Problem &problem, Pass pass, DataType compute, bool channels_first);
 
 // Runs the plan's kernel on the tensors in `args` (forward: DNNL_ARG_SRC, _WEIGHTS, _BIAS, _DST;
-// weight gradient: _SRC, _DIFF_DST, _DIFF_WEIGHTS, _DIFF_BIAS, _SCRATCHPAD), adding into the
-// outputs of the roles `adding` marks.
+// data gradient: _DIFF_DST, _WEIGHTS, _DIFF_SRC, _SCRATCHPAD; weight gradient: _SRC, _DIFF_DST,
+// _DIFF_WEIGHTS, _DIFF_BIAS, _SCRATCHPAD), adding into the outputs of the roles `adding` marks.
 void run_depthwise(const Plan &plan, const dnnl_exec_arg_t *args, int count, const std::array<bool, kMaxRoles> &adding);
 
 } // namespace libdeconv

@@ -3,7 +3,10 @@
 // partial vectors, more taps than registers hold (weights read from memory) and more than one
 // column's arrays hold (tap by tap); the random sweeps have at most 27 taps a column. Weight
 // gradient (impl/depthwise_backward_weights.cpp): 1 to 8 channel vectors at once, more than 16
-// kernel columns (in two pieces), edge columns on both sides. Pinned to the kernels
+// kernel columns (in two pieces), edge columns on both sides. Data gradient of channels-first
+// data (impl/depthwise_backward_data.cpp): strides 1, 2 and wider (each sorts a row into its
+// phases another way), rows of results in pieces of 64 and a partial vector, taps before and
+// after a result's own column (zeros around the phases), dilation, adj. Pinned to the kernels
 // (DECONV_FORMULATION=depthwise, tests/cpp/CMakeLists.txt) each case must run on them; unpinned,
 // on whatever route timing picks.
 #include <deconv.h>
@@ -25,7 +28,7 @@ using harness::Vec;
 struct DepthwiseCase {
     const char *name;
     int rank;
-    int64_t channels, in, kernel, stride, pad, dilate;
+    int64_t channels, in, kernel, stride, pad, dilate, adj = 0;
 };
 
 // Taps per output column in the interior: (kernel / stride)^rank where the stride divides the
@@ -39,6 +42,12 @@ const DepthwiseCase kCases[] = {
         {"dilated_k3d2s2_c32", 2, 32, 6, 3, 2, 2, 2},     // phases without interior taps
         {"strided_3d_k2s2_c16", 3, 16, 3, 2, 2, 0, 1},    // one tap a column
         {"wide_k3s2_c130", 2, 130, 4, 3, 2, 1, 1},        // 8 vectors at once, then a partial one
+        {"long_rows_1d_k4s2_c3", 1, 3, 150, 4, 2, 1, 1},  // data gradient: 2 x 64 results a row, then 22
+        {"rows_of_64_1d_k3s1_c2", 1, 2, 64, 3, 1, 1, 1},  // exactly one piece of 64
+        {"stride3_k5s3_adj2_c17", 2, 17, 7, 5, 3, 2, 1, 2}, // phases value by value; adj
+        {"pad_beyond_k3s2_c5", 2, 5, 9, 3, 2, 2, 1, 1},   // taps a phase column before the result's
+        {"unpadded_k4s4_c6", 2, 6, 5, 4, 4, 0, 1},        // every tap at or after it
+        {"dilated_3d_k2d3s2_c3", 3, 3, 4, 2, 2, 1, 3, 1}, // depth and height taps outside the output
 };
 
 void PrintTo(const DepthwiseCase &c, std::ostream *os) { *os << c.name; }
@@ -54,6 +63,7 @@ naive::Problem problem_of(const DepthwiseCase &c) {
         p.stride[d] = c.stride;
         p.pad[d] = c.pad;
         p.dilate[d] = c.dilate;
+        p.adj[d] = c.adj;
     }
     p.bias = true;
     return p;
@@ -92,6 +102,41 @@ TEST_P(DepthwiseKernel, ForwardMatchesTheReference) {
                         << deconv_last_error();
                 EXPECT_TRUE(dst.guards_intact());
                 EXPECT_TRUE(harness::compare("dst", harness::read_dst(p, l, dst), e, dt,
+                        r == DECONV_REQ_ADD ? &prior : nullptr));
+            }
+        }
+    }
+}
+
+// The data gradient, written and added; channels-first data on the kernel when pinned to it
+// (channels-last data stays with oneDNN).
+TEST_P(DepthwiseKernel, DataGradientMatchesTheReference) {
+    const naive::Problem p = problem_of(GetParam());
+    std::mt19937_64 rng(20261207);
+    for (deconv_dtype dt : {DECONV_F32, DECONV_BF16}) {
+        if (dt == DECONV_BF16 && !harness::bf16_ok()) continue;
+        const Vec w = harness::random_values(rng, naive::weights_elems(p), dt);
+        const Vec dd = harness::random_values(rng, naive::dst_elems(p), dt);
+        const Vec prior = harness::random_values(rng, naive::src_elems(p), dt);
+        const harness::Expected e = harness::expect_backward_data(p, w, dd);
+        for (deconv_layout l : {DECONV_CHANNELS_LAST, DECONV_CHANNELS_FIRST}) {
+            SCOPED_TRACE(std::string(harness::dtype_str(dt)) + " " + harness::layout_str(l));
+            Handle h(p, dt, l, DECONV_TRAINING);
+            ASSERT_TRUE(h.ok()) << h.error();
+            SCOPED_TRACE(h.impl(DECONV_PASS_BACKWARD_DATA));
+            if (pinned_to_the_kernel()) {
+                EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_DATA).rfind("libdeconv_dw:", 0) == 0, l == DECONV_CHANNELS_FIRST);
+            }
+            Buffer bw(dt, w), bdd = harness::dst_buffer(p, dt, l, dd);
+            for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD}) {
+                SCOPED_TRACE(harness::req_str(r));
+                Buffer ds = harness::src_buffer(p, dt, l, prior);
+                ASSERT_EQ(deconv_backward(h.get(), nullptr, bw.data(), bdd.data(), ds.data(), r, nullptr, DECONV_REQ_NULL,
+                                  nullptr, DECONV_REQ_NULL),
+                        DECONV_OK)
+                        << deconv_last_error();
+                EXPECT_TRUE(ds.guards_intact());
+                EXPECT_TRUE(harness::compare("diff_src", harness::read_src(p, l, ds), e, dt,
                         r == DECONV_REQ_ADD ? &prior : nullptr));
             }
         }

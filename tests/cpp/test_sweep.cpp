@@ -140,8 +140,9 @@ void check_out(const char* what, Out& o, const Expected& e, deconv_dtype dt, ToC
 // it on AMX (where its bf16 weight gradient takes channels-last data).
 int subpixel_forwards = 0, subpixel_weight_gradients = 0;
 bool subpixel_on_amx = false;
-// Forward passes that ran as the library's own depthwise kernel (impl/depthwise_formulation.hpp).
-int depthwise_forwards = 0;
+// Forward and data-gradient passes that ran as the library's own depthwise kernels
+// (impl/depthwise_formulation.hpp).
+int depthwise_forwards = 0, depthwise_data_gradients = 0;
 
 bool pinned_to(const char* formulation) {
     const char* pinned = std::getenv("DECONV_FORMULATION");
@@ -178,6 +179,7 @@ void run_case(int index, const Problem& p, deconv_dtype dt, deconv_layout l, std
     subpixel_on_amx |= forward_impl.rfind("subpixel:", 0) == 0 && forward_impl.find("amx") != std::string::npos;
     subpixel_weight_gradients += std::string(train.impl(DECONV_PASS_BACKWARD_WEIGHTS)).rfind("subpixel:", 0) == 0;
     depthwise_forwards += forward_impl.rfind("libdeconv_dw:", 0) == 0;
+    depthwise_data_gradients += std::string(train.impl(DECONV_PASS_BACKWARD_DATA)).rfind("libdeconv_dw:", 0) == 0;
 
     // Forward, on an inference handle half of the time. Requests in a random order, so that
     // the state left by one call cannot make the next look right.
@@ -236,7 +238,7 @@ class Sweep : public ::testing::TestWithParam<int> {};
 
 TEST_P(Sweep, AllPassesAllRequests) {
     const int subpixel_before = subpixel_forwards, gradients_before = subpixel_weight_gradients;
-    const int depthwise_before = depthwise_forwards;
+    const int depthwise_before = depthwise_forwards, data_gradients_before = depthwise_data_gradients;
     for (int i = GetParam() * kPerShard; i < (GetParam() + 1) * kPerShard; ++i) {
         std::mt19937_64 rng(kSeed + i);
         const Problem p = random_problem(rng);
@@ -256,9 +258,10 @@ TEST_P(Sweep, AllPassesAllRequests) {
         }
     }
     // Pinned, every depthwise problem's forward pass (a quarter of the cases) runs it where the
-    // CPU has AVX-512.
+    // CPU has AVX-512, and its data gradient in the data type run on channels-first data.
     if (pinned_to("depthwise") && __builtin_cpu_supports("avx512bw")) {
         EXPECT_GT(depthwise_forwards - depthwise_before, 0);
+        EXPECT_GT(depthwise_data_gradients - data_gradients_before, 0);
     }
 }
 
