@@ -198,7 +198,10 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
             continue;
         }
         const bool written = in_place(plan, r, t);
-        if (plan.bias_in_commit || r.by_commit) { // in place when the primitive wrote the caller's buffer
+        // A write without bias that oneDNN's reorder does faster (OutputCommit::reorder_writes_faster).
+        const bool by_reorder = r.by_commit && r.conversion.to_user && t.req == Req::write && !commit_bias && !written
+                && r.commit.reorder_writes_faster();
+        if ((plan.bias_in_commit || r.by_commit) && !by_reorder) { // in place when the primitive wrote the caller's buffer
             stream.wait();
             commit_output(r.commit, written ? t.user : workspace + r.internal_offset, const_cast<void *>(t.user),
                     commit_bias, t.req == Req::add && !written);

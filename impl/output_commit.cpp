@@ -360,6 +360,14 @@ bool OutputCommit::tiled() const {
     return (a.block > 1 && dense_spatial(a, a.block)) || as_one_block(a);
 }
 
+bool OutputCommit::reorder_writes_faster() const {
+    using dt = dnnl::memory::data_type;
+    const int64_t elements =
+            internal.batch * internal.channels * internal.spatial[0] * internal.spatial[1] * internal.spatial[2];
+    return tiled() && internal.type == dt::f32 && user.type == dt::f32 && internal.block == 16
+            && !worth_streaming(elements * batch_chunks * int64_t(sizeof(float)));
+}
+
 bool OutputCommit::tiled_into_blocks() const {
     ChannelBlocked blocked;
     return usable() && planes_to_blocked(internal, user, blocked);

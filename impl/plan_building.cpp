@@ -58,7 +58,10 @@ void add_role(Plan &plan, int index, int arg, bool output, const dnnl::memory::d
         // past the end of the buffer (found by the fuzzer).
         r.commit = OutputCommit{describe(c.identical ? user : internal), describe(user)};
         r.by_commit = !c.identical && r.commit.vectorized();
-        if (r.by_commit) return; // the commit writes and adds: no reorder is ever run
+        if (r.by_commit) { // the commit adds (and adds the bias); a plain write may go to oneDNN
+            if (r.commit.reorder_writes_faster()) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
+            return;
+        }
         if (!c.identical) c.to_user = make_reorder(internal, user, false, plan.scratchpad_bytes);
         c.add_to_user = make_reorder(internal, user, true, plan.scratchpad_bytes);
     }
