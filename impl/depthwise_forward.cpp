@@ -224,6 +224,16 @@ LIBDECONV_AVX512 void output_row(const DepthwiseShape &d, const std::vector<Dept
     }
 }
 
+// An add reads the output it adds into, a phase of a row at a time (pixels `stride` apart): the
+// loads waited for memory. The next row is asked for while this one is computed (bilinear.dw
+// channels-last ADD/WRITE, alternating builds: f32 1.15-1.32 -> 1.07-1.12, bf16 1.32-1.34 ->
+// 1.23-1.28).
+template <typename T>
+void prefetch_row(const T *row, int64_t elements) {
+    const char *bytes = reinterpret_cast<const char *>(row);
+    for (int64_t at = 0; at < elements * static_cast<int64_t>(sizeof(T)); at += 64) _mm_prefetch(bytes + at, _MM_HINT_T0);
+}
+
 } // namespace
 
 DepthwiseForward::DepthwiseForward(const DepthwiseShape &shape) : shape_(shape) {
@@ -275,6 +285,7 @@ void DepthwiseForward::run(const T *src, const float *weights, const float *bias
                             (kd * d.kernel[1] + kh) * d.kernel[2]};
                 }
             }
+            if (add && row + 1 < rows) prefetch_row(dst + (row + 1) * d.out[2] * C, d.out[2] * C);
             output_row(d, phases_, taps, nr, src, weights, s, dst + row * d.out[2] * C, kernels);
         }
     });
