@@ -28,6 +28,11 @@ inline void store(uint16_t *p, int64_t i, float v) { p[i] = f32_to_bf16(v); }
 
 // Masked loads and stores only where the mask is partial: on AMD Zen 4 a masked load with
 // every lane set made the f32 commit run at a third of its speed (stores alike, to be safe).
+// The first n of 16 lanes (none for n <= 0).
+inline __mmask16 first_lanes(int64_t n) {
+    return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : static_cast<__mmask16>((1u << n) - 1);
+}
+
 LIBDECONV_AVX512 inline __m512 load_masked(const float *p, __mmask16 m) {
     return m == 0xffff ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
 }

@@ -3,12 +3,12 @@
 // output gradient's plane with the channel's taps. oneDNN 2.6's kernels for it read channel
 // blocks (nChw16c) or channels-last data, so a channels-first caller pays a conversion of the
 // output gradient, stride^2 times the size of the result (bilinear.dw f32: 1.2 of 1.9 ms, the
-// kernel 0.7). Here each plane is read once, in place, its columns sorted by phase (column mod
-// stride) into a buffer of the thread's, where every tap of 16 adjacent results is 16 adjacent
+// kernel 0.7). Here each plane is read once, in place, sorted by phase into a buffer of the
+// thread's (depthwise_phase_planes.hpp), where every tap of 16 adjacent results is 16 adjacent
 // values; the results go straight to the caller's data, an add request adding them there.
 #pragma once
 
-#include "depthwise_forward.hpp" // DepthwiseShape
+#include "depthwise_phase_planes.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +19,7 @@ namespace libdeconv {
 class DepthwiseBackwardData {
 public:
     explicit DepthwiseBackwardData(const DepthwiseShape &shape);
-    // AVX-512, and a plane's buffer of at most kMaxBufferBytes.
+    // AVX-512, and planes of modest size (PhasePlanes::fits).
     static bool supports(const DepthwiseShape &shape);
 
     // Bytes of the buffers of a run on `threads` threads.
@@ -33,11 +33,7 @@ public:
 
 private:
     DepthwiseShape shape_;
-    // A plane's buffer: per output-gradient row, `stride` phases of row_width_ floats each, phase
-    // r holding the row's columns r, r + stride, ... from `lead_`, zeros around them.
-    int64_t lead_ = 0, row_width_ = 0;
-    // Per kernel column kw: where its value for result column 0 is in a row's buffer.
-    std::vector<int64_t> tap_position_;
+    PhasePlanes planes_;
 };
 
 } // namespace libdeconv
