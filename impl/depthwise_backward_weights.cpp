@@ -129,20 +129,9 @@ LIBDECONV_AVX512 void sum_row(const T *dd_row, int64_t pixels, int64_t C, double
 
 size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-// Row `row` (of `rows` per image) of channels-first image n, `width` pixels, into `to`
-// channels-last.
-template <typename T>
-const T *row_channels_last(const T *data, int64_t n, int64_t row, int64_t rows, int64_t width, int64_t C, T *to) {
-    const int64_t plane = rows * width;
-    commit_kernels::uncommit_tile_avx512<false>(data + (n * C * rows + row) * width, plane, to,
-            [C](int64_t p) { return p * C; }, C, C, 0, width);
-    return to;
-}
-
 } // namespace
 
-DepthwiseBackwardWeights::DepthwiseBackwardWeights(const DepthwiseShape &shape, bool channels_first)
-        : shape_(shape), channels_first_(channels_first) {
+DepthwiseBackwardWeights::DepthwiseBackwardWeights(const DepthwiseShape &shape) : shape_(shape) {
     const int64_t S = shape.stride[2], P = shape.pad[2], D = shape.dilate[2];
     for (int64_t kw = 0; kw < shape.kernel[2]; ++kw) {
         // 0 <= ix * S - P + kw * D <= OW - 1, 0 <= ix <= IW - 1
@@ -161,11 +150,7 @@ DepthwiseBackwardWeights::DepthwiseBackwardWeights(const DepthwiseShape &shape, 
 size_t DepthwiseBackwardWeights::scratch_bytes(int threads) const {
     const DepthwiseShape &d = shape_;
     const size_t taps = static_cast<size_t>(d.kernel[0] * d.kernel[1] * d.kernel[2]), C = static_cast<size_t>(d.channels);
-    // Channels first: an input row and an output row, channels-last, in the widest data type.
-    const size_t rows = channels_first_ ? aligned(static_cast<size_t>(d.in[2]) * C * sizeof(float))
-                    + aligned(static_cast<size_t>(d.out[2]) * C * sizeof(float))
-                                        : 0;
-    return static_cast<size_t>(threads) * (aligned(taps * C * sizeof(float)) + aligned(C * sizeof(double)) + rows);
+    return static_cast<size_t>(threads) * (aligned(taps * C * sizeof(float)) + aligned(C * sizeof(double)));
 }
 
 template <typename T>
@@ -176,29 +161,20 @@ void DepthwiseBackwardWeights::run(const T *src, const T *diff_dst, const Gradie
     const int64_t taps = d.kernel[0] * d.kernel[1] * KW, size = taps * C;
     const int64_t rows = d.batch * d.in[0] * d.in[1];
     const size_t per_thread = scratch_bytes(1), bias_offset = aligned(static_cast<size_t>(size) * sizeof(float));
-    const size_t src_row_offset = bias_offset + aligned(static_cast<size_t>(C) * sizeof(double));
-    const size_t dd_row_offset = src_row_offset + aligned(static_cast<size_t>(d.in[2] * C) * sizeof(float));
-    const int64_t in_rows = d.in[0] * d.in[1], out_rows = d.out[0] * d.out[1];
+    const int64_t out_rows = d.out[0] * d.out[1];
     const RowPairKernels<T> kernels;
     in_parallel(threads > 1, [&] {
         const int team = omp_get_num_threads(), me = omp_get_thread_num();
         char *mine = static_cast<char *>(scratch) + me * per_thread;
         float *weights = reinterpret_cast<float *>(mine);
         double *bias = reinterpret_cast<double *>(mine + bias_offset);
-        T *src_buffer = reinterpret_cast<T *>(mine + src_row_offset), *dd_buffer = reinterpret_cast<T *>(mine + dd_row_offset);
         std::fill_n(weights, size, 0.f);
         if (out.bias) std::fill_n(bias, C, 0.0);
 #pragma omp for schedule(static)
         for (int64_t row = 0; row < rows; ++row) {
             const int64_t iy = row % d.in[1], iz = row / d.in[1] % d.in[0], n = row / (d.in[1] * d.in[0]);
-            const T *src_row = channels_first_
-                    ? row_channels_last(src, n, row % in_rows, in_rows, d.in[2], C, src_buffer)
-                    : src + row * d.in[2] * C;
-            auto dd_row = [&](int64_t oz, int64_t oy) {
-                const int64_t r = oz * d.out[1] + oy;
-                return channels_first_ ? row_channels_last(diff_dst, n, r, out_rows, d.out[2], C, dd_buffer)
-                                       : diff_dst + (n * out_rows + r) * d.out[2] * C;
-            };
+            const T *src_row = src + row * d.in[2] * C;
+            auto dd_row = [&](int64_t oz, int64_t oy) { return diff_dst + (n * out_rows + oz * d.out[1] + oy) * d.out[2] * C; };
             for (int64_t kd = 0; kd < d.kernel[0]; ++kd) {
                 const int64_t oz = iz * d.stride[0] - d.pad[0] + kd * d.dilate[0];
                 if (oz < 0 || oz >= d.out[0]) continue;

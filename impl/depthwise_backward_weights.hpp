@@ -17,26 +17,21 @@ namespace libdeconv {
 
 class DepthwiseBackwardWeights {
 public:
-    // `channels_first`: src and diff_dst are read in the caller's (batch, channels, space...)
-    // layout, each row transposed into a buffer of the thread's as the kernel needs it, instead
-    // of channels-last copies of the whole tensors made first (whose conversion took 3x the
-    // kernel's time on mobile.dw f32). Faster in bf16, slower in f32 (its rows are twice the
-    // bytes, read from 144 planes at once): route timing chooses. AVX-512
-    // (is_depthwise_candidate checks it).
-    DepthwiseBackwardWeights(const DepthwiseShape &shape, bool channels_first);
+    // AVX-512 (is_depthwise_candidate checks it). Channels-first data: depthwise_plane_weights.hpp.
+    explicit DepthwiseBackwardWeights(const DepthwiseShape &shape);
 
     // Bytes of the partial gradients a run on `threads` threads sums into.
     size_t scratch_bytes(int threads) const;
 
     // The outputs, f32, and whether each adds into what it holds.
     struct Gradients {
-        float *weights;    // (kernel..., channels)
+        float *weights;    // (kernel..., channels); DepthwisePlaneWeights's (channels, kernel...)
         bool add_weights;
         float *bias;       // (channels), or nullptr: none
         bool add_bias;
     };
-    // src (batch, in..., channels) and diff_dst (batch, out..., channels), or both channels
-    // first, in T (float or uint16_t bf16). Input rows are shared out over `threads` OpenMP threads (1: the calling
+    // src (batch, in..., channels) and diff_dst (batch, out..., channels) in T (float or
+    // uint16_t bf16). Input rows are shared out over `threads` OpenMP threads (1: the calling
     // thread alone), each summing into partial gradients of its own in `scratch`
     // (scratch_bytes), added up at the end in the order of the threads.
     template <typename T>
@@ -44,7 +39,6 @@ public:
 
 private:
     DepthwiseShape shape_;
-    bool channels_first_;
     // Per kernel column kw, the input columns whose output column ix * stride - pad + kw *
     // dilate is inside the output: [first, last].
     std::vector<int64_t> first_column_, last_column_;

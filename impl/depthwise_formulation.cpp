@@ -3,6 +3,7 @@
 #include "depthwise_backward_data.hpp"
 #include "depthwise_backward_weights.hpp"
 #include "depthwise_forward.hpp"
+#include "depthwise_plane_weights.hpp"
 #include "error.hpp"
 #include "plan_building.hpp"
 
@@ -126,11 +127,13 @@ private:
     int threads_;
 };
 
+// Kernel: DepthwiseBackwardWeights on channels-last copies, or DepthwisePlaneWeights on the
+// caller's channels-first data.
+template <typename Kernel>
 class WeightGradientKernel final : public DepthwiseKernel {
 public:
-    // On `threads` OpenMP threads: the plan's scratchpad holds their partial sums.
-    WeightGradientKernel(const DepthwiseShape &shape, bool channels_first, int threads)
-        : kernel_(shape, channels_first), threads_(threads) {}
+    // On `threads` OpenMP threads: the plan's scratchpad holds their buffers and sums.
+    WeightGradientKernel(const Kernel &kernel, int threads) : kernel_(kernel), threads_(threads) {}
     size_t scratch_bytes() const { return kernel_.scratch_bytes(threads_); }
     void run(DataType compute, const dnnl_exec_arg_t *args, int count,
             const std::array<bool, kMaxRoles> &adding) const override {
@@ -147,7 +150,7 @@ public:
     }
 
 private:
-    DepthwiseBackwardWeights kernel_;
+    Kernel kernel_;
     int threads_;
 };
 
@@ -189,15 +192,25 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
     }
     if (pass == Pass::backward_weights) {
         // Built under the plan's SingleThreaded scope (descriptors.cpp), as a primitive is.
-        auto kernel = std::make_shared<const WeightGradientKernel>(shape_of(p), channels_first,
-                std::max(1, omp_get_max_threads()));
-        plan.scratchpad_bytes = kernel->scratch_bytes();
-        plan.depthwise = kernel;
-        if (channels_first) plan.impl += " on channels-first rows";
+        const int threads = std::max(1, omp_get_max_threads());
+        if (channels_first && !DepthwisePlaneWeights::supports(shape_of(p)))
+            throw Error(Status::unsupported, "the depthwise weight gradient's planes would be too large");
+        if (channels_first) {
+            auto kernel = std::make_shared<const WeightGradientKernel<DepthwisePlaneWeights>>(
+                    DepthwisePlaneWeights(shape_of(p)), threads);
+            plan.scratchpad_bytes = kernel->scratch_bytes();
+            plan.depthwise = kernel;
+            plan.impl += " on channels-first planes";
+        } else {
+            auto kernel = std::make_shared<const WeightGradientKernel<DepthwiseBackwardWeights>>(
+                    DepthwiseBackwardWeights(shape_of(p)), threads);
+            plan.scratchpad_bytes = kernel->scratch_bytes();
+            plan.depthwise = kernel;
+        }
         add_role(plan, role::bwd_weights_src, DNNL_ARG_SRC, false, src, channels_first ? src : channels_last(src));
         add_role(plan, role::bwd_weights_diff_dst, DNNL_ARG_DIFF_DST, false, dst, channels_first ? dst : channels_last(dst));
         add_role(plan, role::bwd_weights_diff_weights, DNNL_ARG_DIFF_WEIGHTS, true, weights,
-                kernel_weights_desc(weights));
+                channels_first ? plain_f32_weights_desc(weights) : kernel_weights_desc(weights));
         if (s.bias)
             add_role(plan, role::bwd_weights_diff_bias, DNNL_ARG_DIFF_BIAS, true,
                     memory::desc({s.out_channels}, type, memory::format_tag::a), bias_f32);

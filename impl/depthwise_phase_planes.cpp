@@ -77,14 +77,12 @@ void PhasePlanes::clear(float *buffer) const { std::memset(buffer, 0, buffer_byt
 template <typename T>
 void PhasePlanes::split(const T *plane, float *buffer) const {
     const DepthwiseShape &d = shape_;
-    const int64_t rows = d.out[0] * d.out[1], phases = d.stride[2] * row_width_;
-    for (int64_t r = 0; r < rows; ++r)
-        split_row(plane + r * d.out[2], d.out[2], d.stride[2], lead_, row_width_, buffer + r * phases);
+    const int64_t rows = d.out[0] * d.out[1];
+    for (int64_t r = 0; r < rows; ++r) split_row(plane + r * d.out[2], d.out[2], d.stride[2], lead_, row_width_, buffer + r * row_floats());
 }
 
 int PhasePlanes::row_taps(const float *buffer, int64_t iz, int64_t iy, RowTap *taps) const {
     const DepthwiseShape &d = shape_;
-    const int64_t phases = d.stride[2] * row_width_;
     int n = 0;
     for (int64_t kd = 0; kd < d.kernel[0]; ++kd) {
         const int64_t oz = iz * d.stride[0] - d.pad[0] + kd * d.dilate[0];
@@ -92,7 +90,7 @@ int PhasePlanes::row_taps(const float *buffer, int64_t iz, int64_t iy, RowTap *t
         for (int64_t kh = 0; kh < d.kernel[1]; ++kh) {
             const int64_t oy = iy * d.stride[1] - d.pad[1] + kh * d.dilate[1];
             if (oy < 0 || oy >= d.out[1]) continue;
-            taps[n++] = {buffer + (oz * d.out[1] + oy) * phases, kd * d.kernel[1] + kh};
+            taps[n++] = {row(buffer, oz * d.out[1] + oy), kd * d.kernel[1] + kh};
         }
     }
     return n;

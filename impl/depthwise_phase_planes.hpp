@@ -33,6 +33,10 @@ public:
     template <typename T>
     void split(const T *plane, float *buffer) const;
 
+    // Output row r's phases in `buffer`: row_floats() floats, a multiple of 16.
+    int64_t row_floats() const { return shape_.stride[2] * row_width_; }
+    const float *row(const float *buffer, int64_t r) const { return buffer + r * row_floats(); }
+
     // The kernel rows that meet input row (iz, iy): per row, the output row's phases in
     // `buffer` and the kernel row (kd * kernel height + kh). Returns how many.
     struct RowTap {

@@ -6,7 +6,9 @@
 // kernel columns (in two pieces), edge columns on both sides. Data gradient of channels-first
 // data (impl/depthwise_backward_data.cpp): strides 1, 2 and wider (each sorts a row into its
 // phases another way), rows of results in pieces of 64 and a partial vector, taps before and
-// after a result's own column (zeros around the phases), dilation, adj. Pinned to the kernels
+// after a result's own column (zeros around the phases), dilation, adj; the weight gradient of
+// channels-first planes (impl/depthwise_plane_weights.cpp) on the same shapes, 1 to 24 kernel
+// columns (8 at a time, then the rest), with DECONV_DATA_LAYOUT=channels_first. Pinned to the kernels
 // (DECONV_FORMULATION=depthwise, tests/cpp/CMakeLists.txt) each case must run on them; unpinned,
 // on whatever route timing picks.
 #include <deconv.h>
@@ -168,7 +170,7 @@ TEST_P(DepthwiseKernel, WeightGradientMatchesTheReference) {
                 const char *layout = std::getenv("DECONV_DATA_LAYOUT");
                 const bool rows = layout && std::string(layout) == "channels_first" && l == DECONV_CHANNELS_FIRST;
                 if (layout) {
-                    EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).find("on channels-first rows") != std::string::npos,
+                    EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).find("on channels-first planes") != std::string::npos,
                             rows);
                 }
             }
