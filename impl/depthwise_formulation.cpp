@@ -3,6 +3,7 @@
 #include "depthwise_backward_data.hpp"
 #include "depthwise_backward_weights.hpp"
 #include "depthwise_forward.hpp"
+#include "depthwise_plane_forward.hpp"
 #include "depthwise_plane_weights.hpp"
 #include "error.hpp"
 #include "plan_building.hpp"
@@ -32,8 +33,8 @@ DepthwiseShape shape_of(const Problem &p) {
     return d;
 }
 
-// The caller's weights (G, 1, 1, k...) as f32 (G, 1, 1, k...) in that order: the backward-data
-// kernel's, a conversion only of bf16 weights.
+// The caller's weights (G, 1, 1, k...) as f32 (G, 1, 1, k...) in that order: the kernels' on
+// channels-first planes, a conversion only of bf16 weights.
 memory::desc plain_f32_weights_desc(const memory::desc &user) {
     const memory::dims dims = user.dims();
     memory::dims strides(dims.size());
@@ -100,6 +101,32 @@ public:
 
 private:
     DepthwiseForward kernel_;
+};
+
+class PlaneForwardKernel final : public DepthwiseKernel {
+public:
+    // On `threads` OpenMP threads: the plan's scratchpad holds their padded input planes.
+    PlaneForwardKernel(const DepthwiseShape &shape, int threads) : kernel_(shape), threads_(threads) {}
+    size_t scratch_bytes() const { return kernel_.scratch_bytes(threads_); }
+    void run(DataType compute, const dnnl_exec_arg_t *args, int count,
+            const std::array<bool, kMaxRoles> &adding) const override {
+        const bool accumulate = adding[role::fwd_dst];
+        const void *src = handle(args, count, DNNL_ARG_SRC);
+        const auto *weights = static_cast<const float *>(handle(args, count, DNNL_ARG_WEIGHTS));
+        const auto *bias = static_cast<const float *>(handle(args, count, DNNL_ARG_BIAS));
+        void *dst = const_cast<void *>(handle(args, count, DNNL_ARG_DST));
+        void *scratch = const_cast<void *>(handle(args, count, DNNL_ARG_SCRATCHPAD));
+        if (compute == DataType::bf16)
+            kernel_.run(static_cast<const uint16_t *>(src), weights, bias, static_cast<uint16_t *>(dst), accumulate,
+                    scratch, threads_);
+        else
+            kernel_.run(static_cast<const float *>(src), weights, bias, static_cast<float *>(dst), accumulate, scratch,
+                    threads_);
+    }
+
+private:
+    DepthwisePlaneForward kernel_;
+    int threads_;
 };
 
 class DataGradientKernel final : public DepthwiseKernel {
@@ -216,13 +243,23 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
                     memory::desc({s.out_channels}, type, memory::format_tag::a), bias_f32);
         return;
     }
-    plan.depthwise = std::make_shared<const ForwardKernel>(shape_of(p));
-    add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, src, channels_last(src));
-    add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights, kernel_weights_desc(weights));
+    if (channels_first) {
+        if (!DepthwisePlaneForward::supports(shape_of(p)))
+            throw Error(Status::unsupported, "the depthwise forward pass's padded planes would be too large");
+        auto kernel = std::make_shared<const PlaneForwardKernel>(shape_of(p), std::max(1, omp_get_max_threads()));
+        plan.scratchpad_bytes = kernel->scratch_bytes();
+        plan.depthwise = kernel;
+        plan.impl += " on channels-first planes";
+    } else {
+        plan.depthwise = std::make_shared<const ForwardKernel>(shape_of(p));
+    }
+    add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, src, channels_first ? src : channels_last(src));
+    add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights,
+            channels_first ? plain_f32_weights_desc(weights) : kernel_weights_desc(weights));
     if (s.bias)
         add_role(plan, role::fwd_bias, DNNL_ARG_BIAS, false, memory::desc({s.out_channels}, type, memory::format_tag::a),
                 bias_f32);
-    add_role(plan, role::fwd_dst, DNNL_ARG_DST, true, dst, channels_last(dst));
+    add_role(plan, role::fwd_dst, DNNL_ARG_DST, true, dst, channels_first ? dst : channels_last(dst));
 }
 
 void run_depthwise(const Plan &plan, const dnnl_exec_arg_t *args, int count,

@@ -1,8 +1,8 @@
 // The passes of a depthwise deconvolution (groups = in_channels = out_channels) as our own
 // kernels: forward and weight gradient on channels-last data (depthwise_forward.hpp, bias and add
 // requests inside it; depthwise_backward_weights.hpp), the caller's channels-first data
-// converted by the plan's roles as for any primitive; the data gradient of channels-first data
-// as it is (depthwise_backward_data.hpp).
+// converted by the plan's roles as for any primitive; or on channels-first planes as they are
+// (depthwise_plane_forward.hpp, depthwise_backward_data.hpp, depthwise_plane_weights.hpp).
 #pragma once
 
 #include "descriptors.hpp"
@@ -16,9 +16,9 @@ namespace libdeconv {
 bool is_depthwise_candidate(const Problem &problem, Pass pass);
 
 // Makes a pass of such a problem a kernel, computing in the problem's own type, on channels-last
-// copies of the caller's data or (`channels_first`: a weight or data gradient of channels-first
-// data; the data gradient only so) on the caller's data itself. Throws Error(unsupported) for
-// other compute types or problems.
+// copies of the caller's data or (`channels_first`: channels-first data; the data gradient only
+// so) on the caller's planes as they are. Throws Error(unsupported) for other compute types or
+// problems.
 void make_depthwise(Plan &plan, const Problem &problem, Pass pass, DataType compute, bool channels_first);
 
 // Runs the plan's kernel on the tensors in `args` (forward: DNNL_ARG_SRC, _WEIGHTS, _BIAS, _DST;

@@ -309,10 +309,9 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     if (formulation == Formulation::matrix_product && data_layout != DataLayout::any)
         throw Error(Status::unsupported, "the matmul formulation lays out its matrices itself");
     if (formulation == Formulation::depthwise && data_layout != DataLayout::any
-            && !(data_layout == DataLayout::channels_first && pass != Pass::forward
-                    && p.spec().layout == Layout::channels_first))
-        throw Error(Status::unsupported, "the depthwise kernels take channels-last data, or the gradients the "
-                                         "caller's channels-first data");
+            && !(data_layout == DataLayout::channels_first && p.spec().layout == Layout::channels_first))
+        throw Error(Status::unsupported, "the depthwise kernels take channels-last copies or the caller's "
+                                         "channels-first data");
     const dt type = onednn_type(compute);
     Plan plan;
     plan.id = next_id++;

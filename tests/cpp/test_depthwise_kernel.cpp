@@ -76,6 +76,14 @@ bool pinned_to_the_kernel() {
     return pinned && std::string(pinned) == "depthwise" && __builtin_cpu_supports("avx512bw");
 }
 
+// Pinned to the kernels and to a data layout, whether the forward and weight-gradient kernels on
+// channels-first planes run (rather than those on channels-last copies): with
+// DECONV_DATA_LAYOUT=channels_first on channels-first data. Without a layout pinned timing chooses.
+bool on_planes(deconv_layout l) {
+    const char *layout = std::getenv("DECONV_DATA_LAYOUT");
+    return layout && std::string(layout) == "channels_first" && l == DECONV_CHANNELS_FIRST;
+}
+
 class DepthwiseKernel : public ::testing::TestWithParam<DepthwiseCase> {};
 
 TEST_P(DepthwiseKernel, ForwardMatchesTheReference) {
@@ -95,6 +103,10 @@ TEST_P(DepthwiseKernel, ForwardMatchesTheReference) {
             SCOPED_TRACE(h.impl(DECONV_PASS_FORWARD));
             if (pinned_to_the_kernel()) {
                 EXPECT_EQ(h.impl(DECONV_PASS_FORWARD).rfind("libdeconv_dw:", 0), 0u);
+                if (std::getenv("DECONV_DATA_LAYOUT")) {
+                    EXPECT_EQ(h.impl(DECONV_PASS_FORWARD).find("on channels-first planes") != std::string::npos,
+                            on_planes(l));
+                }
             }
             Buffer bs = harness::src_buffer(p, dt, l, src), bw(dt, w), bb(dt, bias);
             for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD}) {
@@ -166,12 +178,9 @@ TEST_P(DepthwiseKernel, WeightGradientMatchesTheReference) {
             SCOPED_TRACE(h.impl(DECONV_PASS_BACKWARD_WEIGHTS));
             if (pinned_to_the_kernel()) {
                 EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).rfind("libdeconv_dw:", 0), 0u);
-                // Which of its two ways reads channels-first data, when a layout is pinned too.
-                const char *layout = std::getenv("DECONV_DATA_LAYOUT");
-                const bool rows = layout && std::string(layout) == "channels_first" && l == DECONV_CHANNELS_FIRST;
-                if (layout) {
+                if (std::getenv("DECONV_DATA_LAYOUT")) {
                     EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).find("on channels-first planes") != std::string::npos,
-                            rows);
+                            on_planes(l));
                 }
             }
             Buffer bs = harness::src_buffer(p, dt, l, src), bdd = harness::dst_buffer(p, dt, l, dd);
