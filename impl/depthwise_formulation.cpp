@@ -82,50 +82,37 @@ public:
 
 namespace {
 
+// f(T{}) with T the tensors' element type: uint16_t for bf16, float for f32.
+template <typename F>
+void with_element_type(DataType compute, F f) {
+    if (compute == DataType::bf16)
+        f(uint16_t{});
+    else
+        f(float{});
+}
+
+// Kernel: DepthwiseForward on channels-last copies, or DepthwisePlaneForward on the caller's
+// channels-first data. On `threads` OpenMP threads: the plan's scratchpad holds their buffers.
+template <typename Kernel>
 class ForwardKernel final : public DepthwiseKernel {
 public:
-    explicit ForwardKernel(const DepthwiseShape &shape) : kernel_(shape) {}
-    void run(DataType compute, const dnnl_exec_arg_t *args, int count,
-            const std::array<bool, kMaxRoles> &adding) const override {
-        const bool accumulate = adding[role::fwd_dst];
-        const void *src = handle(args, count, DNNL_ARG_SRC);
-        const auto *weights = static_cast<const float *>(handle(args, count, DNNL_ARG_WEIGHTS));
-        const auto *bias = static_cast<const float *>(handle(args, count, DNNL_ARG_BIAS));
-        void *dst = const_cast<void *>(handle(args, count, DNNL_ARG_DST));
-        if (compute == DataType::bf16)
-            kernel_.run(static_cast<const uint16_t *>(src), weights, bias, static_cast<uint16_t *>(dst), accumulate,
-                    true);
-        else
-            kernel_.run(static_cast<const float *>(src), weights, bias, static_cast<float *>(dst), accumulate, true);
-    }
-
-private:
-    DepthwiseForward kernel_;
-};
-
-class PlaneForwardKernel final : public DepthwiseKernel {
-public:
-    // On `threads` OpenMP threads: the plan's scratchpad holds their padded input planes.
-    PlaneForwardKernel(const DepthwiseShape &shape, int threads) : kernel_(shape), threads_(threads) {}
+    ForwardKernel(const Kernel &kernel, int threads) : kernel_(kernel), threads_(threads) {}
     size_t scratch_bytes() const { return kernel_.scratch_bytes(threads_); }
     void run(DataType compute, const dnnl_exec_arg_t *args, int count,
             const std::array<bool, kMaxRoles> &adding) const override {
-        const bool accumulate = adding[role::fwd_dst];
-        const void *src = handle(args, count, DNNL_ARG_SRC);
         const auto *weights = static_cast<const float *>(handle(args, count, DNNL_ARG_WEIGHTS));
         const auto *bias = static_cast<const float *>(handle(args, count, DNNL_ARG_BIAS));
-        void *dst = const_cast<void *>(handle(args, count, DNNL_ARG_DST));
         void *scratch = const_cast<void *>(handle(args, count, DNNL_ARG_SCRATCHPAD));
-        if (compute == DataType::bf16)
-            kernel_.run(static_cast<const uint16_t *>(src), weights, bias, static_cast<uint16_t *>(dst), accumulate,
+        with_element_type(compute, [&](auto type) {
+            using T = decltype(type);
+            kernel_.run(static_cast<const T *>(handle(args, count, DNNL_ARG_SRC)), weights, bias,
+                    static_cast<T *>(const_cast<void *>(handle(args, count, DNNL_ARG_DST))), adding[role::fwd_dst],
                     scratch, threads_);
-        else
-            kernel_.run(static_cast<const float *>(src), weights, bias, static_cast<float *>(dst), accumulate, scratch,
-                    threads_);
+        });
     }
 
 private:
-    DepthwisePlaneForward kernel_;
+    Kernel kernel_;
     int threads_;
 };
 
@@ -136,17 +123,14 @@ public:
     size_t scratch_bytes() const { return kernel_.scratch_bytes(threads_); }
     void run(DataType compute, const dnnl_exec_arg_t *args, int count,
             const std::array<bool, kMaxRoles> &adding) const override {
-        const bool accumulate = adding[role::bwd_data_diff_src];
-        const void *diff_dst = handle(args, count, DNNL_ARG_DIFF_DST);
         const auto *weights = static_cast<const float *>(handle(args, count, DNNL_ARG_WEIGHTS));
-        void *diff_src = const_cast<void *>(handle(args, count, DNNL_ARG_DIFF_SRC));
         void *scratch = const_cast<void *>(handle(args, count, DNNL_ARG_SCRATCHPAD));
-        if (compute == DataType::bf16)
-            kernel_.run(static_cast<const uint16_t *>(diff_dst), weights, static_cast<uint16_t *>(diff_src), accumulate,
-                    scratch, threads_);
-        else
-            kernel_.run(static_cast<const float *>(diff_dst), weights, static_cast<float *>(diff_src), accumulate,
-                    scratch, threads_);
+        with_element_type(compute, [&](auto type) {
+            using T = decltype(type);
+            kernel_.run(static_cast<const T *>(handle(args, count, DNNL_ARG_DIFF_DST)), weights,
+                    static_cast<T *>(const_cast<void *>(handle(args, count, DNNL_ARG_DIFF_SRC))),
+                    adding[role::bwd_data_diff_src], scratch, threads_);
+        });
     }
 
 private:
@@ -164,16 +148,15 @@ public:
     size_t scratch_bytes() const { return kernel_.scratch_bytes(threads_); }
     void run(DataType compute, const dnnl_exec_arg_t *args, int count,
             const std::array<bool, kMaxRoles> &adding) const override {
-        const void *src = handle(args, count, DNNL_ARG_SRC), *diff_dst = handle(args, count, DNNL_ARG_DIFF_DST);
         auto output = [&](int arg) { return static_cast<float *>(const_cast<void *>(handle(args, count, arg))); };
         const DepthwiseBackwardWeights::Gradients out{output(DNNL_ARG_DIFF_WEIGHTS),
                 adding[role::bwd_weights_diff_weights], output(DNNL_ARG_DIFF_BIAS), adding[role::bwd_weights_diff_bias]};
         void *scratch = const_cast<void *>(handle(args, count, DNNL_ARG_SCRATCHPAD));
-        if (compute == DataType::bf16)
-            kernel_.run(static_cast<const uint16_t *>(src), static_cast<const uint16_t *>(diff_dst), out, scratch,
-                    threads_);
-        else
-            kernel_.run(static_cast<const float *>(src), static_cast<const float *>(diff_dst), out, scratch, threads_);
+        with_element_type(compute, [&](auto type) {
+            using T = decltype(type);
+            kernel_.run(static_cast<const T *>(handle(args, count, DNNL_ARG_SRC)),
+                    static_cast<const T *>(handle(args, count, DNNL_ARG_DIFF_DST)), out, scratch, threads_);
+        });
     }
 
 private:
@@ -243,15 +226,17 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
                     memory::desc({s.out_channels}, type, memory::format_tag::a), bias_f32);
         return;
     }
+    const int threads = std::max(1, omp_get_max_threads()); // under the plan's SingleThreaded scope
     if (channels_first) {
         if (!DepthwisePlaneForward::supports(shape_of(p)))
             throw Error(Status::unsupported, "the depthwise forward pass's padded planes would be too large");
-        auto kernel = std::make_shared<const PlaneForwardKernel>(shape_of(p), std::max(1, omp_get_max_threads()));
+        auto kernel = std::make_shared<const ForwardKernel<DepthwisePlaneForward>>(DepthwisePlaneForward(shape_of(p)),
+                threads);
         plan.scratchpad_bytes = kernel->scratch_bytes();
         plan.depthwise = kernel;
         plan.impl += " on channels-first planes";
     } else {
-        plan.depthwise = std::make_shared<const ForwardKernel>(shape_of(p));
+        plan.depthwise = std::make_shared<const ForwardKernel<DepthwiseForward>>(DepthwiseForward(shape_of(p)), threads);
     }
     add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, src, channels_first ? src : channels_last(src));
     add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights,

@@ -261,14 +261,14 @@ bool DepthwiseForward::supports(const DepthwiseShape &shape) {
 }
 
 template <typename T>
-void DepthwiseForward::run(const T *src, const float *weights, const float *bias, T *dst, bool add,
-        bool parallel) const {
+void DepthwiseForward::run(const T *src, const float *weights, const float *bias, T *dst, bool add, void *,
+        int threads) const {
     const DepthwiseShape &d = shape_;
     const int64_t C = d.channels;
     const int64_t rows = d.batch * d.out[0] * d.out[1];
     const Start s{bias, add};
     const ColumnKernels<T> kernels(add);
-    in_parallel(parallel, [&] {
+    in_parallel(threads > 1, [&] {
 #pragma omp for schedule(static)
         for (int64_t row = 0; row < rows; ++row) {
             const int64_t oh = row % d.out[1], od = row / d.out[1] % d.out[0], n = row / (d.out[1] * d.out[0]);
@@ -288,10 +288,11 @@ void DepthwiseForward::run(const T *src, const float *weights, const float *bias
             if (add && row + 1 < rows) prefetch_row(dst + (row + 1) * d.out[2] * C, d.out[2] * C);
             output_row(d, phases_, taps, nr, src, weights, s, dst + row * d.out[2] * C, kernels);
         }
-    });
+    }, threads);
 }
 
-template void DepthwiseForward::run(const float *, const float *, const float *, float *, bool, bool) const;
-template void DepthwiseForward::run(const uint16_t *, const float *, const float *, uint16_t *, bool, bool) const;
+template void DepthwiseForward::run(const float *, const float *, const float *, float *, bool, void *, int) const;
+template void DepthwiseForward::run(const uint16_t *, const float *, const float *, uint16_t *, bool, void *,
+        int) const;
 
 } // namespace libdeconv

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -26,11 +27,16 @@ public:
     // stride of at most 64 (one phase of output columns each).
     static bool supports(const DepthwiseShape &shape);
 
+    // No buffers of its own: scratch_bytes() is 0 and run() takes a scratch pointer only to look
+    // like the other depthwise kernels (depthwise_formulation.cpp).
+    size_t scratch_bytes(int) const { return 0; }
+
     // src (batch, in..., channels) and dst (batch, out..., channels) in T (float or uint16_t
     // bf16); weights f32 (kernel..., channels); bias f32 (channels) or nullptr. `add`: dst +=
-    // the result. `parallel`: rows shared out over OpenMP threads.
+    // the result. Rows are shared out over `threads` OpenMP threads (1: the calling thread).
     template <typename T>
-    void run(const T *src, const float *weights, const float *bias, T *dst, bool add, bool parallel) const;
+    void run(const T *src, const float *weights, const float *bias, T *dst, bool add, void *scratch,
+            int threads) const;
 
     const DepthwiseShape &shape() const { return shape_; }
 
