@@ -1,6 +1,7 @@
 #include "depthwise_backward_weights.hpp"
 
 #include "commit_kernels.hpp"
+#include "integer_math.hpp"
 #include "threads.hpp"
 
 #include <algorithm>
@@ -11,8 +12,6 @@ namespace {
 
 using commit_kernels::load_masked;
 using commit_kernels::store_masked;
-
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // One input row against one output row (a kernel row apart), for kernel columns [kw0, kw0 + K)
 // and G vectors of 16 channels from `c`: K x G sums over the input columns, in registers, added

@@ -1,6 +1,7 @@
 #include "depthwise_forward.hpp"
 
 #include "commit_kernels.hpp"
+#include "integer_math.hpp"
 #include "threads.hpp"
 
 #include <algorithm>
@@ -10,8 +11,6 @@ namespace {
 
 using commit_kernels::load_masked;
 using commit_kernels::store_masked;
-
-int64_t floor_mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
 
 // What the accumulators start from: the bias (or zero), and for an add request the output too.
 struct Start {

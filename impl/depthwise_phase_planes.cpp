@@ -1,6 +1,7 @@
 #include "depthwise_phase_planes.hpp"
 
 #include "commit_kernels.hpp"
+#include "integer_math.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -10,9 +11,6 @@ namespace {
 
 using commit_kernels::first_lanes;
 using commit_kernels::load_masked;
-
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 // An output-gradient row of `width` values into its `stride` phases in `to` (each `row_width`
 // floats, values from `lead`). Stride 1 by vectors, 2 by two vector loads and a permutation per

@@ -1,6 +1,7 @@
 #include "depthwise_plane_forward.hpp"
 
 #include "commit_kernels.hpp"
+#include "integer_math.hpp"
 #include "threads.hpp"
 
 #include <algorithm>
@@ -14,9 +15,6 @@ using commit_kernels::first_lanes;
 using commit_kernels::load_masked;
 using commit_kernels::store_masked;
 using Tap = DepthwisePlaneForward::Tap;
-
-int64_t floor_mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 constexpr size_t kMaxBufferBytes = size_t(16) << 20; // a padded input plane; larger ones stay with the copies
 constexpr int kMaxRowTaps = 256;                     // kernel rows (depth x height) reaching an output row
