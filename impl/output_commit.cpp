@@ -360,13 +360,18 @@ bool OutputCommit::tiled() const {
     return (a.block > 1 && dense_spatial(a, a.block)) || as_one_block(a);
 }
 
-bool OutputCommit::reorder_writes_faster() const {
+// f32 on both sides, `blocks` in channel blocks of 16, too small to stream.
+bool OutputCommit::small_f32_with_blocks_of_16(const ChannelBlocked &blocks) const {
     using dt = dnnl::memory::data_type;
     const int64_t elements =
             internal.batch * internal.channels * internal.spatial[0] * internal.spatial[1] * internal.spatial[2];
-    return tiled() && internal.type == dt::f32 && user.type == dt::f32 && internal.block == 16
+    return internal.type == dt::f32 && user.type == dt::f32 && blocks.block == 16
             && !worth_streaming(elements * batch_chunks * int64_t(sizeof(float)));
 }
+
+bool OutputCommit::reorder_writes_faster() const { return tiled() && small_f32_with_blocks_of_16(internal); }
+
+bool OutputCommit::reorder_reads_faster() const { return tiled_into_blocks() && small_f32_with_blocks_of_16(user); }
 
 bool OutputCommit::tiled_into_blocks() const {
     ChannelBlocked blocked;

@@ -48,7 +48,8 @@ void add_role(Plan &plan, int index, int arg, bool output, const dnnl::memory::d
     if (repeat > 0) return;
     if (!output && !c.identical) {
         r.commit = OutputCommit{describe(user), describe(internal)};
-        r.by_commit = r.commit.elementwise() || r.commit.tiled_into_blocks() || r.commit.channel_runs();
+        r.by_commit = r.commit.elementwise() || (r.commit.tiled_into_blocks() && !r.commit.reorder_reads_faster())
+                || r.commit.channel_runs();
         if (!r.by_commit) c.to_internal = make_reorder(user, internal, false, plan.scratchpad_bytes);
     }
     if (output) {
