@@ -25,16 +25,25 @@ struct RowTap {
     const float *weights;
 };
 
-// Phase columns [q0, q0 + 16) of an output row: `start` plus, per input row and kernel column
-// of the phase, the weight times 16 adjacent inputs.
+// Phase columns [q0, q0 + 16 N) of an output row, N vectors: `start` plus, per input row and
+// kernel column of the phase, the weight times 16 adjacent inputs. N > 1 keeps N sums in flight
+// (a chain of one vector's fused multiply-adds waits on their latency).
+template <int N>
+LIBDECONV_AVX512 inline void phase_sums(const RowTap *rows, int nr, const std::vector<Tap> &taps, int64_t q0,
+        __m512 start, __m512 (&acc)[N]) {
+    for (int n = 0; n < N; ++n) acc[n] = start;
+    for (int i = 0; i < nr; ++i)
+        for (const Tap &t : taps) {
+            const __m512 w = _mm512_set1_ps(rows[i].weights[t.kw]);
+            const float *in = rows[i].row + t.position + q0;
+            for (int n = 0; n < N; ++n) acc[n] = _mm512_fmadd_ps(_mm512_loadu_ps(in + 16 * n), w, acc[n]);
+        }
+}
 LIBDECONV_AVX512 inline __m512 phase_sums(const RowTap *rows, int nr, const std::vector<Tap> &taps, int64_t q0,
         __m512 start) {
-    __m512 acc = start;
-    for (int i = 0; i < nr; ++i)
-        for (const Tap &t : taps)
-            acc = _mm512_fmadd_ps(_mm512_loadu_ps(rows[i].row + t.position + q0), _mm512_set1_ps(rows[i].weights[t.kw]),
-                    acc);
-    return acc;
+    __m512 acc[1];
+    phase_sums<1>(rows, nr, taps, q0, start, acc);
+    return acc[0];
 }
 
 // 16 outputs stored; Stream: non-temporally where they are a whole aligned vector (a large
@@ -57,6 +66,22 @@ LIBDECONV_AVX512 inline void put(uint16_t *p, __mmask16 m, __m512 v) {
         commit_kernels::store_words(p, m, words);
 }
 
+// Outputs [2 q0, 2 q0 + 32) of a row of `width` from a vector of each of two phases, interleaved.
+template <bool Add, bool Stream, bool Native, typename T>
+LIBDECONV_AVX512 inline void store_pair(T *out, int64_t width, int64_t q0, __m512 even, __m512 odd) {
+    const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i high = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    T *at = out + 2 * q0;
+    const __mmask16 m0 = first_lanes(width - 2 * q0), m1 = first_lanes(width - 2 * q0 - 16);
+    __m512 lo = _mm512_permutex2var_ps(even, low, odd), hi = _mm512_permutex2var_ps(even, high, odd);
+    if (Add) {
+        lo = _mm512_add_ps(lo, load_masked(at, m0));
+        hi = _mm512_add_ps(hi, load_masked(at + 16, m1));
+    }
+    put<Stream, Native>(at, m0, lo);
+    if (m1) put<Stream, Native>(at + 16, m1, hi);
+}
+
 // One output row of `width` columns. Stride 1: the phase is the row; stride 2: the two phases'
 // vectors interleaved by two permutations into 32 adjacent outputs; wider: value by value.
 template <bool Add, bool Stream, bool Native, typename T>
@@ -65,28 +90,38 @@ LIBDECONV_AVX512 void output_row(const std::vector<std::vector<Tap>> &phases, co
     const __m512 start = _mm512_set1_ps(bias);
     const int64_t S = static_cast<int64_t>(phases.size());
     if (S == 1) {
-        for (int64_t q0 = 0; q0 < width; q0 += 16) {
+        auto store = [out, width](int64_t q0, __m512 v) LIBDECONV_AVX512 {
             const __mmask16 m = first_lanes(width - q0);
-            __m512 v = phase_sums(rows, nr, phases[0], q0, start);
             if (Add) v = _mm512_add_ps(v, load_masked(out + q0, m));
             put<Stream, Native>(out + q0, m, v);
+        };
+        int64_t q0 = 0;
+        for (; q0 + 48 < width; q0 += 64) { // four vectors at once while the last holds outputs
+            __m512 v[4];
+            phase_sums<4>(rows, nr, phases[0], q0, start, v);
+            for (int n = 0; n < 4; ++n) store(q0 + 16 * n, v[n]);
         }
+        for (; q0 < width; q0 += 16) store(q0, phase_sums(rows, nr, phases[0], q0, start));
     } else if (S == 2) {
-        const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-        const __m512i high = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-        for (int64_t q0 = 0; 2 * q0 < width; q0 += 16) {
-            const __m512 even = phase_sums(rows, nr, phases[0], q0, start);
-            const __m512 odd = phase_sums(rows, nr, phases[1], q0, start);
-            T *at = out + 2 * q0;
-            const __mmask16 m0 = first_lanes(width - 2 * q0), m1 = first_lanes(width - 2 * q0 - 16);
-            __m512 lo = _mm512_permutex2var_ps(even, low, odd), hi = _mm512_permutex2var_ps(even, high, odd);
-            if (Add) {
-                lo = _mm512_add_ps(lo, load_masked(at, m0));
-                hi = _mm512_add_ps(hi, load_masked(at + 16, m1));
-            }
-            put<Stream, Native>(at, m0, lo);
-            if (m1) put<Stream, Native>(at + 16, m1, hi);
+        int64_t q0 = 0;
+        // Four vectors of each phase at once while the last holds outputs (its loads stay
+        // within the padded row: DepthwisePlaneForward's row_width_).
+        for (; 2 * (q0 + 48) < width; q0 += 64) {
+            __m512 even[4], odd[4];
+            phase_sums<4>(rows, nr, phases[0], q0, start, even);
+            phase_sums<4>(rows, nr, phases[1], q0, start, odd);
+            for (int n = 0; n < 4; ++n) store_pair<Add, Stream, Native>(out, width, q0 + 16 * n, even[n], odd[n]);
         }
+        for (; 2 * (q0 + 16) < width; q0 += 32) {
+            __m512 even[2], odd[2];
+            phase_sums<2>(rows, nr, phases[0], q0, start, even);
+            phase_sums<2>(rows, nr, phases[1], q0, start, odd);
+            store_pair<Add, Stream, Native>(out, width, q0, even[0], odd[0]);
+            store_pair<Add, Stream, Native>(out, width, q0 + 16, even[1], odd[1]);
+        }
+        if (2 * q0 < width)
+            store_pair<Add, Stream, Native>(out, width, q0, phase_sums(rows, nr, phases[0], q0, start),
+                    phase_sums(rows, nr, phases[1], q0, start));
     } else {
         for (int64_t r = 0; r < S && r < width; ++r)
             for (int64_t q0 = 0; q0 * S + r < width; q0 += 16) {
