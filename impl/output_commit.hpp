@@ -47,8 +47,8 @@ struct OutputCommit {
     // An output's commit by vectors (any of the above but tiled_into_blocks, which neither adds
     // nor takes a bias); other usable pairs of layouts run a scalar loop.
     bool vectorized() const { return tiled() || elementwise() || channel_runs(); }
-    // f32 channel blocks of 16 into f32 planes, too small to stream: written (no bias, no add),
-    // oneDNN 2.6's reorder (jit:blk, 8x8 transposes) is about twice as fast as the tiled commit
+    // f32 channel blocks of 16 into f32 planes, too small to stream but not tiny: written (no
+    // bias, no add), oneDNN 2.6's reorder (jit:blk, 8x8 transposes) is about twice as fast as the tiled commit
     // on AMD Zen 4 (16 x 16 x 3136: 0.062 against 0.13-0.16 ms from cache, 0.20 against 0.38
     // from memory), whose 16x16 transposes in 512-bit registers cost more there.
     bool reorder_writes_faster() const;
