@@ -14,8 +14,9 @@ using commit_kernels::load_masked;
 
 // An output-gradient row of `width` values into its `stride` phases in `to` (each `row_width`
 // floats, values from `lead`). Stride 1 by vectors, 2 by two vector loads and a permutation per
-// 16 values of each phase (the loads' masks leave zeros past the row's end, so the vectors
-// write zeros past each phase's values); wider ones value by value.
+// 16 values of each phase, 4 by four loads and two rounds of those permutations (the loads'
+// masks leave zeros past the row's end, so the vectors write zeros past each phase's values);
+// others value by value.
 template <typename T>
 LIBDECONV_AVX512 void split_row(const T *row, int64_t width, int64_t stride, int64_t lead, int64_t row_width,
         float *to) {
@@ -29,6 +30,19 @@ LIBDECONV_AVX512 void split_row(const T *row, int64_t width, int64_t stride, int
             const __m512 hi = load_masked(row + 2 * m + 16, first_lanes(width - 2 * m - 16));
             _mm512_storeu_ps(to + lead + m, _mm512_permutex2var_ps(lo, even, hi));
             _mm512_storeu_ps(to + row_width + lead + m, _mm512_permutex2var_ps(lo, odd, hi));
+        }
+    } else if (stride == 4) { // the same twice: even and odd values, then each of those split again
+        const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        for (int64_t m = 0; 4 * m < width; m += 16) {
+            __m512 v[4];
+            for (int k = 0; k < 4; ++k) v[k] = load_masked(row + 4 * m + 16 * k, first_lanes(width - 4 * m - 16 * k));
+            const __m512 e01 = _mm512_permutex2var_ps(v[0], even, v[1]), o01 = _mm512_permutex2var_ps(v[0], odd, v[1]);
+            const __m512 e23 = _mm512_permutex2var_ps(v[2], even, v[3]), o23 = _mm512_permutex2var_ps(v[2], odd, v[3]);
+            _mm512_storeu_ps(to + lead + m, _mm512_permutex2var_ps(e01, even, e23));
+            _mm512_storeu_ps(to + row_width + lead + m, _mm512_permutex2var_ps(o01, even, o23));
+            _mm512_storeu_ps(to + 2 * row_width + lead + m, _mm512_permutex2var_ps(e01, odd, e23));
+            _mm512_storeu_ps(to + 3 * row_width + lead + m, _mm512_permutex2var_ps(o01, odd, o23));
         }
     } else {
         for (int64_t r = 0; r < stride; ++r) {

@@ -49,6 +49,7 @@ const DepthwiseCase kCases[] = {
         {"stride3_k5s3_adj2_c17", 2, 17, 7, 5, 3, 2, 1, 2}, // phases value by value; adj
         {"pad_beyond_k3s2_c5", 2, 5, 9, 3, 2, 2, 1, 1},   // taps a phase column before the result's
         {"unpadded_k4s4_c6", 2, 6, 5, 4, 4, 0, 1},        // every tap at or after it
+        {"long_rows_1d_k8s4_c3", 1, 3, 42, 8, 4, 2, 1},   // stride 4: 2 x 64 outputs interleaved, then 40
         {"dilated_3d_k2d3s2_c3", 3, 3, 4, 2, 2, 1, 3, 1}, // depth and height taps outside the output
 };
 
