@@ -1,6 +1,7 @@
 #include "depthwise_backward_weights.hpp"
 
 #include "commit_kernels.hpp"
+#include "depthwise_rows.hpp"
 #include "integer_math.hpp"
 #include "threads.hpp"
 
@@ -174,32 +175,26 @@ void DepthwiseBackwardWeights::run(const T *src, const T *diff_dst, const Gradie
             const int64_t iy = row % d.in[1], iz = row / d.in[1] % d.in[0], n = row / (d.in[1] * d.in[0]);
             const T *src_row = src + row * d.in[2] * C;
             auto dd_row = [&](int64_t oz, int64_t oy) { return diff_dst + (n * out_rows + oz * d.out[1] + oy) * d.out[2] * C; };
-            for (int64_t kd = 0; kd < d.kernel[0]; ++kd) {
-                const int64_t oz = iz * d.stride[0] - d.pad[0] + kd * d.dilate[0];
-                if (oz < 0 || oz >= d.out[0]) continue;
-                for (int64_t kh = 0; kh < d.kernel[1]; ++kh) {
-                    const int64_t oy = iy * d.stride[1] - d.pad[1] + kh * d.dilate[1];
-                    if (oy < 0 || oy >= d.out[1]) continue;
-                    float *row_taps = weights + (kd * d.kernel[1] + kh) * KW * C;
-                    const T *dd = dd_row(oz, oy);
-                    for (int64_t kw0 = 0; kw0 < KW; kw0 += kMaxColumnTaps) {
-                        const int k = static_cast<int>(std::min<int64_t>(kMaxColumnTaps, KW - kw0));
-                        const int64_t first = first_column_[kw0], end = last_column_[kw0 + k - 1] + 1;
-                        const RowPair pair{C, d.stride[2], d.dilate[2], d.pad[2], first, std::max(first, end),
-                                first_column_.data() + kw0, last_column_.data() + kw0, kw0};
-                        int64_t c = 0;
-                        while (c + 16 <= C) {
-                            int taken = 1;
-                            const RowPairKernel<T> kernel = kernels.widest(k, (C - c) / 16, taken);
-                            kernel(pair, src_row, dd, row_taps + kw0 * C, c, 0xffff);
-                            c += 16 * taken;
-                        }
-                        if (c < C)
-                            kernels.by[k - 1][0](pair, src_row, dd, row_taps + kw0 * C, c,
-                                    static_cast<__mmask16>((1u << (C - c)) - 1));
+            for_each_output_row(d, iz, iy, [&](int64_t kd, int64_t kh, int64_t oz, int64_t oy) {
+                float *row_taps = weights + (kd * d.kernel[1] + kh) * KW * C;
+                const T *dd = dd_row(oz, oy);
+                for (int64_t kw0 = 0; kw0 < KW; kw0 += kMaxColumnTaps) {
+                    const int k = static_cast<int>(std::min<int64_t>(kMaxColumnTaps, KW - kw0));
+                    const int64_t first = first_column_[kw0], end = last_column_[kw0 + k - 1] + 1;
+                    const RowPair pair{C, d.stride[2], d.dilate[2], d.pad[2], first, std::max(first, end),
+                            first_column_.data() + kw0, last_column_.data() + kw0, kw0};
+                    int64_t c = 0;
+                    while (c + 16 <= C) {
+                        int taken = 1;
+                        const RowPairKernel<T> kernel = kernels.widest(k, (C - c) / 16, taken);
+                        kernel(pair, src_row, dd, row_taps + kw0 * C, c, 0xffff);
+                        c += 16 * taken;
                     }
+                    if (c < C)
+                        kernels.by[k - 1][0](pair, src_row, dd, row_taps + kw0 * C, c,
+                                static_cast<__mmask16>((1u << (C - c)) - 1));
                 }
-            }
+            });
             if (!out.bias) continue;
             for (int64_t oz = owned_[0][iz]; oz < owned_[0][iz + 1]; ++oz)
                 for (int64_t oy = owned_[1][iy]; oy < owned_[1][iy + 1]; ++oy) sum_row(dd_row(oz, oy), d.out[2], C, bias);

@@ -1,6 +1,7 @@
 #include "depthwise_forward.hpp"
 
 #include "commit_kernels.hpp"
+#include "depthwise_rows.hpp"
 #include "integer_math.hpp"
 #include "threads.hpp"
 
@@ -273,17 +274,9 @@ void DepthwiseForward::run(const T *src, const float *weights, const float *bias
             const int64_t oh = row % d.out[1], od = row / d.out[1] % d.out[0], n = row / (d.out[1] * d.out[0]);
             RowTap taps[kMaxTaps];
             int nr = 0;
-            for (int64_t kd = 0; kd < d.kernel[0]; ++kd) {
-                const int64_t tz = od + d.pad[0] - kd * d.dilate[0];
-                if (tz < 0 || tz % d.stride[0] != 0 || tz / d.stride[0] >= d.in[0]) continue;
-                for (int64_t kh = 0; kh < d.kernel[1]; ++kh) {
-                    const int64_t ty = oh + d.pad[1] - kh * d.dilate[1];
-                    if (ty < 0 || ty % d.stride[1] != 0 || ty / d.stride[1] >= d.in[1]) continue;
-                    const int64_t iz = tz / d.stride[0], iy = ty / d.stride[1];
-                    taps[nr++] = {((n * d.in[0] + iz) * d.in[1] + iy) * d.in[2] * C,
-                            (kd * d.kernel[1] + kh) * d.kernel[2]};
-                }
-            }
+            for_each_input_row(d, od, oh, [&](int64_t kd, int64_t kh, int64_t iz, int64_t iy) {
+                taps[nr++] = {((n * d.in[0] + iz) * d.in[1] + iy) * d.in[2] * C, (kd * d.kernel[1] + kh) * d.kernel[2]};
+            });
             if (add && row + 1 < rows) prefetch_row(dst + (row + 1) * d.out[2] * C, d.out[2] * C);
             output_row(d, phases_, taps, nr, src, weights, s, dst + row * d.out[2] * C, kernels);
         }

@@ -1,6 +1,7 @@
 #include "depthwise_phase_planes.hpp"
 
 #include "commit_kernels.hpp"
+#include "depthwise_rows.hpp"
 #include "integer_math.hpp"
 
 #include <algorithm>
@@ -96,15 +97,9 @@ void PhasePlanes::split(const T *plane, float *buffer) const {
 int PhasePlanes::row_taps(const float *buffer, int64_t iz, int64_t iy, RowTap *taps) const {
     const DepthwiseShape &d = shape_;
     int n = 0;
-    for (int64_t kd = 0; kd < d.kernel[0]; ++kd) {
-        const int64_t oz = iz * d.stride[0] - d.pad[0] + kd * d.dilate[0];
-        if (oz < 0 || oz >= d.out[0]) continue;
-        for (int64_t kh = 0; kh < d.kernel[1]; ++kh) {
-            const int64_t oy = iy * d.stride[1] - d.pad[1] + kh * d.dilate[1];
-            if (oy < 0 || oy >= d.out[1]) continue;
-            taps[n++] = {row(buffer, oz * d.out[1] + oy), kd * d.kernel[1] + kh};
-        }
-    }
+    for_each_output_row(d, iz, iy, [&](int64_t kd, int64_t kh, int64_t oz, int64_t oy) {
+        taps[n++] = {row(buffer, oz * d.out[1] + oy), kd * d.kernel[1] + kh};
+    });
     return n;
 }
 

@@ -1,6 +1,7 @@
 #include "depthwise_plane_forward.hpp"
 
 #include "commit_kernels.hpp"
+#include "depthwise_rows.hpp"
 #include "integer_math.hpp"
 #include "threads.hpp"
 
@@ -245,16 +246,9 @@ void DepthwisePlaneForward::run(const T *src, const float *weights, const float 
                 const int64_t oh = orow % d.out[1], od = orow / d.out[1];
                 RowTap rows[kMaxRowTaps];
                 int nr = 0;
-                for (int64_t kd = 0; kd < d.kernel[0]; ++kd) {
-                    const int64_t tz = od + d.pad[0] - kd * d.dilate[0];
-                    if (tz < 0 || tz % d.stride[0] != 0 || tz / d.stride[0] >= d.in[0]) continue;
-                    for (int64_t kh = 0; kh < KH; ++kh) {
-                        const int64_t ty = oh + d.pad[1] - kh * d.dilate[1];
-                        if (ty < 0 || ty % d.stride[1] != 0 || ty / d.stride[1] >= d.in[1]) continue;
-                        rows[nr++] = {buffer + (tz / d.stride[0] * d.in[1] + ty / d.stride[1]) * row_width_,
-                                w + (kd * KH + kh) * KW};
-                    }
-                }
+                for_each_input_row(d, od, oh, [&](int64_t kd, int64_t kh, int64_t iz, int64_t iy) {
+                    rows[nr++] = {buffer + (iz * d.in[1] + iy) * row_width_, w + (kd * KH + kh) * KW};
+                });
                 row(phases_, rows, nr, bias ? bias[c] : 0.f, out + orow * d.out[2], d.out[2]);
             }
         }
