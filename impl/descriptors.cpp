@@ -184,20 +184,6 @@ void add_accumulating_convolution(Plan &plan, const dnnl::deconvolution_backward
     }
 }
 
-// Where the convolution's sum beats the commit's add pass over a copy (channels-last, ADD over
-// WRITE, pass -> sum, medians of 1.5 s loops): bf16 kernels (dcgan.l5 1.89 -> 1.15, bilinear.dw
-// 1.74 -> 1.02, adj.s2 1.24 -> 0.87, unet.up2 1.13 -> 0.96) and f32 depthwise ones (brdgmm_dw:
-// 3x3 stride 1 2.4 -> 1.1-1.2, bilinear.dw 1.1-1.5 -> 1.0-1.3), and f32 brgconv kernels whose
-// output is not much larger than their input (alternating runs: dil.1d 1.10 -> 1.01-1.02,
-// small.k1 1.14-1.15 -> 1.04-1.12, a 1x1 64 -> 64 channels 1.26 -> 1.07). Where the output is
-// several times the input, f32 brgconv adds slower in place than the pass (dcgan.l5, 5x:
-// 1.6-1.8 -> 1.9-2.5; a 1x1 64 -> 512 channels, 8x: 1.30-1.39 -> 1.61), and so does x64:gemm:jit
-// on channels-first data (1.01 -> 1.21).
-bool adds_faster_in_kernel(const std::string &impl, dt type, const Problem &p) {
-    if (type == dt::bf16 || impl.find("_dw:") != std::string::npos) return true;
-    return impl.find("brgconv") != std::string::npos && p.src_elems() <= 2 * p.dst_elems();
-}
-
 void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type) {
     const auto hint = forward_pd(p.spec(), g, type, false, dnnl::prop_kind::forward_training).pd;
     auto make_pd = [&](const memory::desc &diff_src, const memory::desc &diff_dst) {
@@ -224,7 +210,7 @@ void make_backward_data(Plan &plan, const Problem &p, const Geometry &g, dt type
     add_role(plan, role::bwd_data_diff_dst, DNNL_ARG_DIFF_DST, false, user_data_desc(p, true), pd.diff_dst_desc());
     add_role(plan, role::bwd_data_weights, DNNL_ARG_WEIGHTS, false, user_weights_desc(p), pd.weights_desc());
     add_role(plan, role::bwd_data_diff_src, DNNL_ARG_DIFF_SRC, true, user_data_desc(p, false), pd.diff_src_desc());
-    if (plan.roles[role::bwd_data_diff_src].conversion.identical && adds_faster_in_kernel(plan.impl, type, p))
+    if (plan.roles[role::bwd_data_diff_src].conversion.identical && adds_faster_in_kernel(plan.impl, type, p.src_elems(), p.dst_elems()))
         add_accumulating_convolution(plan, pd, g);
 }
 

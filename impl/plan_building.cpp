@@ -20,6 +20,21 @@ dnnl::reorder make_reorder(const dnnl::memory::desc &from, const dnnl::memory::d
 
 bool is_reference(const std::string &impl) { return impl.rfind("ref", 0) == 0; }
 
+// Where a convolution's sum beats the commit's add pass over a copy (channels-last backward
+// data, ADD over WRITE, pass -> sum, medians of 1.5 s loops): bf16 kernels (dcgan.l5 1.89 ->
+// 1.15, bilinear.dw 1.74 -> 1.02, adj.s2 1.24 -> 0.87, unet.up2 1.13 -> 0.96) and f32 depthwise
+// ones (brdgmm_dw: 3x3 stride 1 2.4 -> 1.1-1.2, bilinear.dw 1.1-1.5 -> 1.0-1.3), and f32 brgconv
+// kernels whose output is not much larger than their input (alternating runs: dil.1d 1.10 ->
+// 1.01-1.02, small.k1 1.14-1.15 -> 1.04-1.12, a 1x1 64 -> 64 channels 1.26 -> 1.07). Where the
+// output is several times the input, f32 brgconv adds slower in place than the pass (dcgan.l5,
+// 5x: 1.6-1.8 -> 1.9-2.5; a 1x1 64 -> 512 channels, 8x: 1.30-1.39 -> 1.61), and so does
+// x64:gemm:jit on channels-first data (1.01 -> 1.21).
+bool adds_faster_in_kernel(const std::string &impl, dnnl::memory::data_type type, int64_t output_elems,
+        int64_t input_elems) {
+    if (type == dnnl::memory::data_type::bf16 || impl.find("_dw:") != std::string::npos) return true;
+    return impl.find("brgconv") != std::string::npos && output_elems <= 2 * input_elems;
+}
+
 dnnl::primitive_attr user_scratchpad() {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

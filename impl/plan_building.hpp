@@ -15,6 +15,11 @@ namespace libdeconv {
 
 bool is_reference(const std::string &impl);
 
+// Whether a convolution kernel adds into its output (Plan::accumulating) faster than a pass of
+// the commit over it would, for an output and input of that many elements.
+bool adds_faster_in_kernel(const std::string &impl, dnnl::memory::data_type type, int64_t output_elems,
+        int64_t input_elems);
+
 // Every primitive runs on a scratchpad in the calling thread's workspace.
 dnnl::primitive_attr user_scratchpad();
 // The same, adding into the primitive's output (a sum post-op): Plan::accumulating.

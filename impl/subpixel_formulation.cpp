@@ -1,9 +1,11 @@
 #include "subpixel_formulation.hpp"
 
 #include "engine.hpp"
+#include "integer_math.hpp"
 #include "phase_interleave.hpp"
 #include "plan_building.hpp"
 
+#include <algorithm>
 #include <memory>
 
 namespace libdeconv {
@@ -30,19 +32,25 @@ memory::desc conv_weights_desc(const PhaseSplit &s, dt type) {
 
 memory::desc with_format_any(const memory::desc &d) { return memory::desc(d.dims(), d.data_type(), tag::any); }
 
-// The convolution's descriptors' dims and padding.
+// The convolution's descriptors' dims, padding and (oneDNN's, 0-based) dilation.
 struct Convolution {
-    memory::dims src, dst, strides, pad_l, pad_r;
+    memory::dims src, dst, strides, dilation, pad_l, pad_r;
 };
 
-Convolution convolution_of(const Spec &spec, const PhaseSplit &s) {
-    Convolution c{{s.batch, spec.in_channels}, {s.batch, s.conv_channels()}, {}, {}, {}};
+// A single phase (is_single_phase) computes exactly the output's positions, output o from the
+// inputs o + pad - dilate * j for the flipped taps j: padding dilate * (kernel - 1) - pad each side.
+Convolution convolution_of(const Problem &p, const PhaseSplit &s) {
+    const Spec &spec = p.spec();
+    const bool single = is_single_phase(p);
+    Convolution c{{s.batch, spec.in_channels}, {s.batch, s.conv_channels()}, {}, {}, {}, {}};
     for (int d = 0; d < s.rank; ++d) {
+        const int64_t reach = spec.dilate[d] * (spec.kernel[d] - 1);
         c.src.push_back(s.in[d]);
-        c.dst.push_back(s.conv_out[d]);
+        c.dst.push_back(single ? p.out_size()[d] : s.conv_out[d]);
         c.strides.push_back(1);
-        c.pad_l.push_back(s.pad_left[d]);
-        c.pad_r.push_back(s.pad_right[d]);
+        c.dilation.push_back(spec.dilate[d] - 1);
+        c.pad_l.push_back(single ? reach - p.pad()[d] : s.pad_left[d]);
+        c.pad_r.push_back(single ? reach - p.pad()[d] : s.pad_right[d]);
     }
     return c;
 }
@@ -65,11 +73,46 @@ PD refusing_overreading(PD pd) {
     return pd;
 }
 
+// Whether every output position of a single phase receives some tap: output o reads input
+// o + pad - dilate * t for taps t in [0, kernel).
+bool every_output_has_a_tap(const Problem &p) {
+    const Spec &spec = p.spec();
+    for (int d = 0; d < p.rank(); ++d) {
+        const int64_t dil = spec.dilate[d], pad = p.pad()[d], in = spec.in_size[d];
+        for (int64_t o = 0; o < p.out_size()[d]; ++o) {
+            const int64_t last = std::min(spec.kernel[d] - 1, floor_div(o + pad, dil));
+            const int64_t first = std::max<int64_t>(0, -floor_div(in - 1 - o - pad, dil));
+            if (first > last) return false;
+        }
+    }
+    return true;
+}
+
+// The convolution adding into the caller's buffer (a sum post-op), where oneDNN runs that with
+// the same kernel and it adds faster there than a pass over the output would. Not where some
+// output reads only padding: oneDNN 2.6's brgconv then writes its bias and drops the sum.
+void add_accumulating(Plan &plan, const dnnl::convolution_forward::primitive_desc &pd, const Convolution &c,
+        dnnl::prop_kind kind, const Problem &p, dt type) {
+    if (!adds_faster_in_kernel(pd.impl_info_str(), type, p.dst_elems(), p.src_elems())) return;
+    if (!every_output_has_a_tap(p)) return;
+    try {
+        const dnnl::convolution_forward::desc d(kind, dnnl::algorithm::convolution_direct, pd.src_desc(),
+                pd.weights_desc(), pd.bias_desc(), pd.dst_desc(), c.strides, c.dilation, c.pad_l, c.pad_r);
+        const dnnl::convolution_forward::primitive_desc summing(d, summing_into_output(), cpu_engine());
+        if (std::string(summing.impl_info_str()) != pd.impl_info_str()) return;
+        plan.accumulating = dnnl::convolution_forward(summing);
+        plan.scratchpad_bytes = std::max(plan.scratchpad_bytes, summing.scratchpad_desc().get_size());
+    } catch (const dnnl::error &e) {
+        if (e.status == dnnl_out_of_memory) throw;
+    }
+}
+
 void make_forward(Plan &plan, const Problem &p, dt type, bool channels_first) {
     const Spec &spec = p.spec();
     auto split = std::make_shared<PhaseSplit>(split_phases(p, type, !channels_first));
     const PhaseSplit &s = *split;
-    const Convolution c = convolution_of(spec, s);
+    const Convolution c = convolution_of(p, s);
+    const bool single = is_single_phase(p);
     const auto kind = spec.mode == Mode::training ? dnnl::prop_kind::forward_training
                                                   : dnnl::prop_kind::forward_inference;
     // Its output channels-last (brgconv's fastest layout), or channels-first with the input as
@@ -80,19 +123,21 @@ void make_forward(Plan &plan, const Problem &p, dt type, bool channels_first) {
     // A bf16 convolution adds the bias in its epilogue, on its f32 sums: one rounding, and no
     // work in the commit (fcn8s.upscore8 bf16: +9% added there, +1% here). An f32 one leaves it
     // to the commit, the same f32 add on a pass over the output anyway (unet.up1 f32:
-    // brgconv_1x1's epilogue made the call 9-15% slower).
-    const bool bias_in_commit = spec.bias && type == dt::f32;
+    // brgconv_1x1's epilogue made the call 9-15% slower), unless a single phase needs no
+    // interleave: there the epilogue saves a pass.
+    const bool bias_in_commit = spec.bias && type == dt::f32 && !single;
     const memory::dims bias_dims{s.conv_channels()};
     const memory::desc conv_bias =
             spec.bias && !bias_in_commit ? memory::desc(bias_dims, dt::f32, tag::a) : memory::desc();
     auto chosen = choose_implementation<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
             Pass::forward, spec, [&] {
                 dnnl::convolution_forward::desc d(kind, dnnl::algorithm::convolution_direct, conv_src,
-                        with_format_any(conv_weights_desc(s, type)), conv_bias, conv_dst, c.strides, c.pad_l,
-                        c.pad_r);
+                        with_format_any(conv_weights_desc(s, type)), conv_bias, conv_dst, c.strides, c.dilation,
+                        c.pad_l, c.pad_r);
                 return refusing_overreading(dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine()));
             }, false);
     adopt(plan, chosen);
+    if (single) plan.impl += " (one phase)";
     const auto &pd = chosen.pd;
     add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, user_data_desc(p, false), pd.src_desc());
     // The caller's weights are split by phase into the staged layout first, then converted.
@@ -107,6 +152,11 @@ void make_forward(Plan &plan, const Problem &p, dt type, bool channels_first) {
         add_role(plan, role::fwd_bias, DNNL_ARG_BIAS, false, memory::desc(bias_dims, s.user_type, tag::a), conv_bias);
         plan.roles[role::fwd_bias].phases = split;
         plan.roles[role::fwd_bias].split = split_bias;
+    }
+    if (single) { // the output as any other: in the caller's buffer where the layouts agree
+        add_role(plan, role::fwd_dst, DNNL_ARG_DST, true, user_data_desc(p, true), pd.dst_desc());
+        if (plan.roles[role::fwd_dst].conversion.identical) add_accumulating(plan, pd, c, kind, p, type);
+        return;
     }
     // No reorder can interleave: the phase commit writes and adds.
     Role &out = plan.roles[role::fwd_dst];
@@ -126,7 +176,7 @@ void make_backward_weights(Plan &plan, const Problem &p, dt type) {
     const Spec &spec = p.spec();
     auto split = std::make_shared<PhaseSplit>(split_phases(p, type, true));
     const PhaseSplit &s = *split;
-    const Convolution c = convolution_of(spec, s);
+    const Convolution c = convolution_of(p, s);
     const memory::desc staged_dst = plain_desc(c.dst, type, true);
     const memory::desc conv_src(c.src, type, tag::any);
     const memory::desc conv_dst = type == dt::f32 ? memory::desc(c.dst, type, tag::any) : staged_dst;
@@ -162,7 +212,16 @@ void make_backward_weights(Plan &plan, const Problem &p, dt type) {
 
 } // namespace
 
+bool is_single_phase(const Problem &p) {
+    const Spec &spec = p.spec();
+    for (int d = 0; d < p.rank(); ++d)
+        if (p.kernel_stride()[d] != 1 || p.adj()[d] != 0 || p.pad()[d] > spec.dilate[d] * (spec.kernel[d] - 1))
+            return false;
+    return true;
+}
+
 bool is_subpixel_candidate(const Problem &p) {
+    if (is_single_phase(p)) return true;
     const Spec &spec = p.spec();
     double inflation = 1; // the convolution's taps over the deconvolution's
     for (int d = 0; d < p.rank(); ++d) {
@@ -177,6 +236,10 @@ void make_subpixel(Plan &plan, const Problem &p, Pass pass, dt type, bool channe
     if (pass == Pass::backward_data || (pass == Pass::backward_weights && channels_first))
         throw Error(Status::unsupported, "the subpixel formulation computes the forward pass and, channels-last, the "
                                          "weight gradient");
+    const Spec &spec = p.spec();
+    if (pass == Pass::backward_weights && std::any_of(spec.dilate.begin(), spec.dilate.begin() + spec.rank,
+                                                  [](int64_t d) { return d != 1; }))
+        throw Error(Status::unsupported, "the subpixel formulation's weight gradient takes no dilation");
     // A descriptor oneDNN cannot make (unlikely: it has reference convolutions) is no route.
     try {
         if (pass == Pass::forward)

@@ -14,7 +14,15 @@ namespace libdeconv {
 // than the kernel: the convolution's weights hold stride * ceil(kernel / stride) taps per dim,
 // zeros past the kernel's, and past 4 times the kernel's taps it computes mostly zeros (a stride
 // of 2^22 over a kernel of 1 took 1.4 s and 400 MB just to build).
+// Stride 1 in every dim, dilation allowed, is a single phase: see is_single_phase.
 bool is_subpixel_candidate(const Problem &problem);
+
+// Stride 1 (or an input of 1) and no adj in every dim, and no more padding than the taps reach
+// (pad <= dilate * (kernel - 1)): the convolution, dilated as the deconvolution, computes exactly
+// the output's positions. Its output then needs no interleave: it is written (and, with a sum,
+// added into) in the caller's buffer where the layouts agree, bias included, with no pass of
+// the commit over it (deconv_impl_name ends in "(one phase)").
+bool is_single_phase(const Problem &problem);
 
 // Makes `pass` of such a problem the convolution computing in `type`: forward with its output
 // channels-last or (`channels_first`) its input and output channels-first; backward weights

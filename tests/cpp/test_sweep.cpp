@@ -363,6 +363,40 @@ TEST(SubpixelCandidates, OnlyWhereMostPhaseTapsAreTheKernels) {
     }
 }
 
+// Stride 1 is a single phase (impl/subpixel_formulation.hpp, is_single_phase): dilation allowed,
+// the output written and added into in the caller's buffer with the bias in the convolution.
+// Pinned (cpp_subpixel_candidates_subpixel) it runs so. In the last two cases some outputs read
+// only padding (in < dilate), in the very last all of them: oneDNN's brgconv then drops a sum. All match the reference in
+// every pass and request, pinned or not, in both layouts and data types.
+TEST(SubpixelCandidates, SinglePhaseWritesTheCallersBuffer) {
+    struct Case {
+        int64_t in, kernel, dilate, pad;
+    };
+    for (const Case& c : {Case{9, 3, 1, 1}, Case{12, 3, 2, 2}, Case{11, 4, 3, 0}, Case{3, 3, 4, 3}, Case{1, 2, 2, 1}}) {
+        Problem p;
+        p.rank = 2;
+        p.batch = 2;
+        p.in_channels = 24;
+        p.out_channels = 20;
+        p.in_size = {c.in, c.in + 1, 1};
+        p.kernel = {c.kernel, c.kernel - 1, 1};
+        p.dilate = {c.dilate, 1, 1};
+        p.pad = {c.pad, 0, 0};
+        std::mt19937_64 rng(c.in * 100 + c.dilate);
+        for (deconv_layout layout : {DECONV_CHANNELS_FIRST, DECONV_CHANNELS_LAST}) {
+            if (pinned_to("subpixel") && layout == DECONV_CHANNELS_LAST) {
+                Handle h(make_params(p, DECONV_F32, layout, DECONV_INFERENCE));
+                ASSERT_TRUE(h.ok()) << h.error();
+                const std::string impl = h.impl(DECONV_PASS_FORWARD);
+                EXPECT_NE(impl.find("(one phase)"), std::string::npos) << "dilate " << c.dilate << ": " << impl;
+            }
+            for (deconv_dtype dt : {DECONV_F32, DECONV_BF16})
+                if (dt == DECONV_F32 || deconv_bf16_supported()) run_case(-3000 - int(c.in), p, dt, layout, rng);
+            if (HasFatalFailure()) return;
+        }
+    }
+}
+
 // The generator really covers what the sweep claims (guards against a silent narrowing).
 TEST(SweepCoverage, GeneratorCoversTheSpace) {
     int ranks[4] = {}, depthwise = 0, grouped = 0, target = 0, dilated = 0, adj = 0, bias = 0,
