@@ -18,7 +18,7 @@ namespace libdeconv {
 bool is_subpixel_candidate(const Problem &problem);
 
 // Stride 1 (or an input of 1) and no adj in every dim, and no more padding than the taps reach
-// (pad <= dilate * (kernel - 1)): the convolution, dilated as the deconvolution, computes exactly
+// (pad <= dilate * (kernel - 1), and with dilation a reach of at most 64): the convolution, dilated as the deconvolution, computes exactly
 // the output's positions. Its output then needs no interleave: it is written (and, with a sum,
 // added into) in the caller's buffer where the layouts agree, bias included, with no pass of
 // the commit over it (deconv_impl_name ends in "(one phase)").
