@@ -166,7 +166,9 @@ DECONV_EXPORT const char *deconv_status_string(deconv_status status);
 /* DECONV_VERSION of the library actually loaded. */
 DECONV_EXPORT uint32_t deconv_version(void);
 
-/* Non-zero when this CPU runs bf16 problems (oneDNN's effective ISA has AVX-512). */
+/* Non-zero: every CPU runs bf16 problems. Where oneDNN has no bf16 kernels (no AVX-512) they
+ * compute in f32 on converted copies, rounding each result to bf16 once (kept for callers of
+ * earlier versions, which refused bf16 there). */
 DECONV_EXPORT int deconv_bf16_supported(void);
 
 /* Round to nearest even; NaN stays NaN. */

@@ -4,7 +4,6 @@
 
 #include "bf16.hpp"
 #include "deconvolution.hpp"
-#include "engine.hpp"
 #include "error.hpp"
 #include "primitive_cache.hpp"
 
@@ -213,11 +212,7 @@ DECONV_EXPORT const char *deconv_status_string(deconv_status status) {
 
 DECONV_EXPORT uint32_t deconv_version(void) { return DECONV_VERSION; }
 
-DECONV_EXPORT int deconv_bf16_supported(void) {
-    int supported = 0;
-    guarded("deconv_bf16_supported", [&] { supported = libdeconv::cpu_has_bf16() ? 1 : 0; });
-    return supported;
-}
+DECONV_EXPORT int deconv_bf16_supported(void) { return 1; }
 
 DECONV_EXPORT deconv_status deconv_f32_to_bf16(const float *src, uint16_t *dst, size_t count) {
     return guarded("deconv_f32_to_bf16", [&] {

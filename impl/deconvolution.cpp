@@ -1,7 +1,6 @@
 #include "deconvolution.hpp"
 
 #include "bias_gradient.hpp"
-#include "engine.hpp"
 #include "error.hpp"
 #include "primitive_cache.hpp"
 #include "route.hpp"
@@ -26,9 +25,6 @@ void require(const void *pointer, const char *name, const char *why) {
 } // namespace
 
 Deconvolution::Deconvolution(const Spec &spec) : problem_(spec) {
-    if (spec.dtype == DataType::bf16 && !cpu_has_bf16())
-        throw Error(Status::unsupported, "dtype = DECONV_BF16 needs a CPU with AVX-512 (oneDNN's effective ISA here "
-                                         "has none); use DECONV_F32");
     refuse_inside_callers_region(problem_, "deconv_create");
     plans_[0] = cached_plan(problem_, Pass::forward);
     if (spec.mode == Mode::training) {

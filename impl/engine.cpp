@@ -12,7 +12,7 @@ dnnl::stream &thread_stream() {
     return stream;
 }
 
-bool cpu_has_bf16() {
+bool onednn_has_bf16_kernels() {
     // oneDNN's bf16 kernels need AVX-512 (native bf16 or emulated on avx512_core); below that
     // only reference kernels remain, which are far too slow to offer.
     static const bool has = [] {

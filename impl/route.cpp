@@ -3,6 +3,7 @@
 #include "bias_gradient.hpp"
 #include "cpu_wait.hpp"
 #include "depthwise_formulation.hpp"
+#include "engine.hpp"
 #include "error.hpp"
 #include "execution.hpp"
 #include "gemm_formulation.hpp"
@@ -44,7 +45,8 @@ struct Route {
 // DECONV_DATA_LAYOUT narrow the candidates (tests, reproducibility); unset, every candidate that
 // applies is considered.
 std::vector<DataType> computes_allowed(DataType dtype) {
-    if (dtype == DataType::f32) return {DataType::f32};
+    // Without oneDNN's bf16 kernels (no AVX-512), in f32 on converted buffers, pinned or not.
+    if (dtype == DataType::f32 || !onednn_has_bf16_kernels()) return {DataType::f32};
     static const char *pinned = std::getenv("DECONV_BF16_COMPUTE");
     if (pinned && std::strcmp(pinned, "bf16") == 0) return {DataType::bf16};
     if (pinned && std::strcmp(pinned, "f32") == 0) return {DataType::f32};

@@ -51,6 +51,6 @@ size_t invalid_calls_tests(struct CMUnitTest **tests);
 int invalid_calls_setup(void **state);
 int invalid_calls_teardown(void **state);
 /* Only for the run under ONEDNN_MAX_CPU_ISA=AVX2. */
-void test_bf16_unsupported_on_avx2_cpu(void **state);
+void test_bf16_in_f32_on_avx2_cpu(void **state);
 
 #endif

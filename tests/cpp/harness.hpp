@@ -29,8 +29,6 @@ inline const char* req_str(deconv_req r) {
     return r == DECONV_REQ_WRITE ? "write" : r == DECONV_REQ_ADD ? "add" : "null";
 }
 
-inline bool bf16_ok() { return deconv_bf16_supported() != 0; }
-
 inline deconv_params make_params(const Problem& p, deconv_dtype dt = DECONV_F32,
                                  deconv_layout layout = DECONV_CHANNELS_FIRST,
                                  deconv_mode mode = DECONV_TRAINING) {

@@ -18,7 +18,6 @@ namespace {
 // bf16 forward and all gradients of `np` against the reference on bf16-rounded inputs; outputs
 // are bf16-rounded once, so 2^-7 of the largest magnitude bounds the error (short reductions).
 void expect_bf16_matches_reference(const naive::Problem &np) {
-    if (!deconv_bf16_supported()) GTEST_SKIP() << "no bf16 on this CPU";
     const deconv_params p = harness::make_params(np, DECONV_BF16);
     deconv *h = nullptr;
     ASSERT_EQ(deconv_create(&p, &h), DECONV_OK) << deconv_last_error();
@@ -85,7 +84,6 @@ TEST(OneDnnWorkarounds, Bf16LargeInnermostStride2D) {
 // as earlier calls of an application do: a fresh workspace is zero pages and hides a kernel that
 // reads scratchpad it never wrote.
 void dirty_thread_workspace() {
-    if (!deconv_bf16_supported()) return;
     naive::Problem np;
     np.batch = 4;
     np.in_channels = 64;
@@ -194,7 +192,6 @@ TEST(OneDnnWorkarounds, Bf16WeightGradientOverAHugeOuterDimension) {
 // Where in_size is 1 the stride multiplies nothing; some kernels still spent time and memory in
 // proportion to it (minutes and gigabytes at 2^24).
 TEST(OneDnnWorkarounds, HugeStrideOverASingleInputIsCheap) {
-    if (!deconv_bf16_supported()) GTEST_SKIP() << "no bf16 on this CPU";
     deconv_params p;
     deconv_params_init(&p);
     p.in_size[0] = 3;
@@ -277,7 +274,6 @@ TEST(OneDnnWorkarounds, WideChannelsLastProblemIsCreatedWithoutDescribingBrgconv
 // oneDNN 2.6's bf16 deconvolution crashed (reading past the top of the stack) while describing
 // this dilated 2D problem, whose output in 16-channel blocks takes 2.2 GB: 3 runs in 6 died. It computes in f32 instead; the handle is only created (running it needs GBs).
 TEST(OneDnnWorkarounds, Bf16DilatedProblemWithOutputOver2GiBIsCreated) {
-    if (!deconv_bf16_supported()) GTEST_SKIP() << "no bf16 on this CPU";
     naive::Problem np;
     np.rank = 2;
     np.in_channels = 4;

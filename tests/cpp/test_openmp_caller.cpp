@@ -68,7 +68,6 @@ class OpenMPCaller : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OpenMPCaller, SmallProblemsComputeInEveryThreadOfTheTeam) {
     const Case &c = GetParam();
-    if (c.dtype == DECONV_BF16 && !bf16_ok()) GTEST_SKIP() << "no bf16 on this CPU";
     const Problem &p = c.problem;
     Handle h(p, c.dtype, c.layout, DECONV_TRAINING);
     ASSERT_TRUE(h.ok()) << h.error();

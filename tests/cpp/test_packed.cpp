@@ -161,7 +161,6 @@ class Packed : public ::testing::TestWithParam<Case> {
   protected:
     void SetUp() override {
         const Case &c = GetParam();
-        if (c.dtype == DECONV_BF16 && !deconv_bf16_supported()) GTEST_SKIP() << "no bf16 on this CPU";
         prm = params(c);
         out = naive::output_size(c.p);
         src_v = values(c, naive::src_elems(c.p), 0.1);

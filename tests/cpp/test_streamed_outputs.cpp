@@ -31,7 +31,6 @@ class StreamedOutputs : public ::testing::TestWithParam<Case> {};
 TEST_P(StreamedOutputs, ForwardAndBackwardDataMatchReference) {
     const auto [dt, layout, variant] = GetParam();
     const auto [bias, adj, offset_elements] = variant;
-    if (dt == DECONV_BF16 && !harness::bf16_ok()) GTEST_SKIP() << "no bf16 on this CPU";
     naive::Problem p;
     p.batch = dt == DECONV_BF16 ? 4 : 2; // at least 4 MiB of output in either type
     p.in_channels = 8;

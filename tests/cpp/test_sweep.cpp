@@ -244,9 +244,7 @@ TEST_P(Sweep, AllPassesAllRequests) {
         const Problem p = random_problem(rng);
         const deconv_layout l = pick(rng, 0, 1) ? DECONV_CHANNELS_LAST : DECONV_CHANNELS_FIRST;
         run_case(i, p, DECONV_F32, l, rng);
-        if (bf16_ok())
-            run_case(i, p, DECONV_BF16,
-                     l == DECONV_CHANNELS_LAST ? DECONV_CHANNELS_FIRST : DECONV_CHANNELS_LAST, rng);
+        run_case(i, p, DECONV_BF16, l == DECONV_CHANNELS_LAST ? DECONV_CHANNELS_FIRST : DECONV_CHANNELS_LAST, rng);
         if (HasFatalFailure()) return;
     }
     // Pinned, it takes the problems without dilation that a real oneDNN convolution runs with
@@ -277,9 +275,8 @@ TEST_P(SweepWide, AllPassesAllRequests) {
         const Problem p = random_problem(rng, /*wide=*/true);
         const deconv_layout l = pick(rng, 0, 1) ? DECONV_CHANNELS_LAST : DECONV_CHANNELS_FIRST;
         run_case(-1 - i, p, DECONV_F32, l, rng);
-        if (bf16_ok())
-            run_case(-1 - i, p, DECONV_BF16,
-                     l == DECONV_CHANNELS_LAST ? DECONV_CHANNELS_FIRST : DECONV_CHANNELS_LAST, rng);
+        run_case(-1 - i, p, DECONV_BF16, l == DECONV_CHANNELS_LAST ? DECONV_CHANNELS_FIRST : DECONV_CHANNELS_LAST,
+                rng);
         if (HasFatalFailure()) return;
     }
 }
@@ -319,7 +316,6 @@ TEST_P(SweepMatrixProduct, AllPassesAllRequests) {
         const Problem p = random_matrix_product(rng);
         const deconv_layout l = pick(rng, 0, 1) ? DECONV_CHANNELS_LAST : DECONV_CHANNELS_FIRST;
         for (deconv_dtype dt : {DECONV_F32, DECONV_BF16}) {
-            if (dt == DECONV_BF16 && !bf16_ok()) continue;
             if (pinned_to_matmul) {
                 Handle h(make_params(p, dt, l, DECONV_TRAINING));
                 ASSERT_TRUE(h.ok()) << h.error();
@@ -391,7 +387,7 @@ TEST(SubpixelCandidates, SinglePhaseWritesTheCallersBuffer) {
                 EXPECT_NE(impl.find("(one phase)"), std::string::npos) << "dilate " << c.dilate << ": " << impl;
             }
             for (deconv_dtype dt : {DECONV_F32, DECONV_BF16})
-                if (dt == DECONV_F32 || deconv_bf16_supported()) run_case(-3000 - int(c.in), p, dt, layout, rng);
+                run_case(-3000 - int(c.in), p, dt, layout, rng);
             if (HasFatalFailure()) return;
         }
     }

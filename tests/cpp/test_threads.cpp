@@ -160,7 +160,6 @@ void expect_no_errors(const std::vector<std::string> &errors) {
 class Threads : public ::testing::TestWithParam<Config> {
   protected:
     void SetUp() override {
-        if (GetParam().dtype == DECONV_BF16 && !deconv_bf16_supported()) GTEST_SKIP() << "no bf16 on this CPU";
     }
     static HandlePtr create(const deconv_params &p) {
         deconv *h = nullptr;

@@ -315,7 +315,6 @@ static void free_buffers(state *st) {
 /* What deconv_create must return for p, given what deconv_buffer_sizes said. */
 static deconv_status expected_create(const state *st, deconv_status sizes_status) {
     if (sizes_status != DECONV_OK) return sizes_status;
-    if (st->p.dtype == DECONV_BF16 && !deconv_bf16_supported()) return DECONV_UNSUPPORTED;
     return DECONV_OK;
 }
 

@@ -115,7 +115,7 @@ std::vector<deconv_params> problems() {
 std::vector<Case> all_cases() {
     std::vector<Case> cases;
     std::vector<deconv_dtype> dtypes{DECONV_F32};
-    if (deconv_bf16_supported()) dtypes.push_back(DECONV_BF16);
+    dtypes.push_back(DECONV_BF16);
     const std::vector<deconv_params> ps = problems();
     for (size_t i = 0; i < ps.size(); i++)
         for (deconv_dtype dt : dtypes)
@@ -484,7 +484,7 @@ std::vector<deconv_params> churn_problems() {
             p.kernel[d] = 2 + d % 2;
             p.stride[d] = 1 + (i / 12);
         }
-        p.dtype = (i % 4 == 3 && deconv_bf16_supported()) ? DECONV_BF16 : DECONV_F32;
+        p.dtype = i % 4 == 3 ? DECONV_BF16 : DECONV_F32;
         p.layout = (i / 2) % 2 ? DECONV_CHANNELS_LAST : DECONV_CHANNELS_FIRST;
         p.mode = i % 5 == 0 ? DECONV_TRAINING : DECONV_INFERENCE;
         v.push_back(p);
@@ -579,7 +579,7 @@ TEST_F(Concurrency, CacheEvictionWhileOtherThreadsCompute) {
 TEST_F(Concurrency, HandlesOfANewProblemCreatedAtOnceComputeTheSame) {
     constexpr int kRounds = 3;
     std::vector<deconv_dtype> dtypes{DECONV_F32};
-    if (deconv_bf16_supported()) dtypes.push_back(DECONV_BF16);
+    dtypes.push_back(DECONV_BF16);
     int fresh = 0; // makes every problem one this process has not seen
     for (size_t capacity : {size_t(0), size_t(1), std::max<size_t>(capacity_, 16)}) {
         ASSERT_EQ(deconv_cache_set_capacity(capacity), DECONV_OK);

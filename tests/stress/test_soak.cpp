@@ -92,7 +92,7 @@ naive::Problem problem(int i) {
 
 // The layout digit of problem(i) (3 * 4 * 3 * 2 = 72 combinations below it).
 deconv_layout layout_of(int i) { return ((i / 72) % 2) ? DECONV_CHANNELS_LAST : DECONV_CHANNELS_FIRST; }
-deconv_dtype dtype_of(int i) { return (i % 5 == 4 && deconv_bf16_supported()) ? DECONV_BF16 : DECONV_F32; }
+deconv_dtype dtype_of(int i) { return i % 5 == 4 ? DECONV_BF16 : DECONV_F32; }
 
 struct Data {
     naive::Problem p;

@@ -23,7 +23,7 @@ namespace Deconv
             get { NativeLoader.Ensure(); return DeconvNative.deconv_version(); }
         }
 
-        /// <summary>True when this CPU runs bf16 problems.</summary>
+        /// <summary>True: every CPU runs bf16 problems (in f32 on converted copies where oneDNN has no bf16 kernels).</summary>
         public static bool Bf16Supported
         {
             get { NativeLoader.Ensure(); return DeconvNative.deconv_bf16_supported() != 0; }

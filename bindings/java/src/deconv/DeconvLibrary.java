@@ -17,7 +17,7 @@ public final class DeconvLibrary {
         return (v / 10000) + "." + (v / 100 % 100) + "." + (v % 100);
     }
 
-    /** Whether this CPU runs BF16 problems (oneDNN's effective ISA has AVX-512). */
+    /** True: every CPU runs BF16 problems (in f32 on converted copies where oneDNN has no bf16 kernels). */
     public static boolean bf16Supported() {
         NativeLoader.load();
         return DeconvNative.deconv_bf16_supported() != 0;
