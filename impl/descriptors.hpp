@@ -7,6 +7,7 @@
 #include "output_commit.hpp"
 #include "phase_interleave.hpp"
 #include "problem.hpp"
+#include "reorder.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -25,7 +26,7 @@ struct Conversion {
     bool identical = false; // the primitive uses the caller's layout: no copy at all
     int64_t repeat = 0;     // > 0: internal = each user element `repeat` times, in f32 (no reorder)
     bool repeat_whole = false; // ... or the whole user tensor `repeat` times in a row
-    dnnl::reorder to_internal, to_user, add_to_user; // as applicable to the tensor's role
+    Reorder to_internal, to_user, add_to_user; // as applicable to the tensor's role
 };
 
 // One tensor of a pass.

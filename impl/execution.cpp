@@ -18,6 +18,7 @@ struct Binding {
     const char *workspace = nullptr;
     dnnl::memory scratchpad;
     std::array<dnnl::memory, kMaxRoles> user, internal, view;
+    std::array<dnnl::memory, kMaxRoles> staged; // a two-step reorder's f32 copy (reorder.hpp)
 };
 
 constexpr size_t kBindingsPerThread = 16;
@@ -49,8 +50,11 @@ Binding &bind(const Plan &plan, char *workspace) {
             eng, workspace);
     for (int i = 0; i < kMaxRoles; ++i) {
         const Role &r = plan.roles[i];
-        b.user[i] = b.internal[i] = b.view[i] = dnnl::memory();
+        b.user[i] = b.internal[i] = b.view[i] = b.staged[i] = dnnl::memory();
         if (!r.present) continue;
+        // A role's reorders stage alike: an input's one, an output's write and add.
+        for (const Reorder *x : {&r.conversion.to_internal, &r.conversion.to_user, &r.conversion.add_to_user})
+            if (x->staged) b.staged[i] = dnnl::memory(x->staged, eng, workspace + x->staged_offset);
         b.user[i] = dnnl::memory(r.conversion.user, eng, DNNL_MEMORY_NONE);
         if (r.has_internal) b.internal[i] = dnnl::memory(r.conversion.internal, eng, workspace + r.internal_offset);
         if (r.has_internal && r.primitive_view) b.view[i] = dnnl::memory(r.primitive_view, eng, workspace + r.internal_offset);
@@ -63,13 +67,6 @@ Binding &bind(const Plan &plan, char *workspace) {
 void run(const dnnl::primitive &primitive, dnnl::stream &stream, const dnnl_exec_arg_t *args, int count) {
     dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), stream.get(), count, args),
             "could not execute a primitive");
-}
-
-void reorder(const dnnl::reorder &r, dnnl::stream &stream, const dnnl::memory &from, const dnnl::memory &to,
-        const dnnl::memory &scratchpad) {
-    const dnnl_exec_arg_t args[] = {
-            {DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}, {DNNL_ARG_SCRATCHPAD, scratchpad.get()}};
-    run(r, stream, args, 3);
 }
 
 // The primitive writes this output straight into the caller's buffer (where a bias commit then
@@ -152,7 +149,7 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
             used = b.internal[i].get();
         } else if (!r.output) {
             point_to(b.user[i], source);
-            reorder(r.conversion.to_internal, stream, b.user[i], b.internal[i], b.scratchpad);
+            run_reorder(r.conversion.to_internal, stream, b.user[i], b.internal[i], b.scratchpad, b.staged[i]);
             used = b.internal[i].get();
         } else {
             used = b.internal[i].get();
@@ -189,7 +186,7 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
                     commit_output(r.commit, result, workspace + r.staged_offset, nullptr, false);
                 } else {
                     point_to(b.user[i], workspace + r.staged_offset);
-                    reorder(r.conversion.to_user, stream, b.internal[i], b.user[i], b.scratchpad);
+                    run_reorder(r.conversion.to_user, stream, b.internal[i], b.user[i], b.scratchpad, b.staged[i]);
                 }
                 result = workspace + r.staged_offset;
             }
@@ -209,8 +206,8 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
         }
         if (written) continue;
         point_to(b.user[i], t.user);
-        reorder(t.req == Req::add ? r.conversion.add_to_user : r.conversion.to_user, stream, b.internal[i], b.user[i],
-                b.scratchpad);
+        run_reorder(t.req == Req::add ? r.conversion.add_to_user : r.conversion.to_user, stream, b.internal[i],
+                b.user[i], b.scratchpad, b.staged[i]);
     }
     stream.wait();
 }

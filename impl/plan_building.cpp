@@ -5,18 +5,6 @@
 #include <algorithm>
 
 namespace libdeconv {
-namespace {
-
-dnnl::reorder make_reorder(const dnnl::memory::desc &from, const dnnl::memory::desc &to, bool accumulate,
-        size_t &scratch) {
-    const dnnl::primitive_attr attr = accumulate ? summing_into_output() : user_scratchpad();
-    const auto &eng = cpu_engine();
-    dnnl::reorder::primitive_desc pd(eng, from, eng, to, attr);
-    scratch = std::max(scratch, pd.scratchpad_desc().get_size());
-    return dnnl::reorder(pd);
-}
-
-} // namespace
 
 bool is_reference(const std::string &impl) { return impl.rfind("ref", 0) == 0; }
 

@@ -38,8 +38,12 @@ dnnl::memory pack(const Role &role, const void *data, size_t scratchpad_bytes) {
     dnnl::memory scratchpad(dnnl::memory::desc({static_cast<dnnl::memory::dim>(scratchpad_bytes)},
                                     dnnl::memory::data_type::u8, dnnl::memory::format_tag::a),
             eng);
+    const dnnl::memory typed = c.to_internal.staged
+            ? dnnl::memory(c.to_internal.staged, eng,
+                      static_cast<char *>(scratchpad.get_data_handle()) + c.to_internal.staged_offset)
+            : dnnl::memory();
     dnnl::stream &stream = thread_stream();
-    c.to_internal.execute(stream, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, packed}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
+    run_reorder(c.to_internal, stream, user, packed, scratchpad, typed);
     stream.wait();
     return held;
 }
