@@ -336,11 +336,6 @@ int main(int argc, char **argv) {
     if (o.check) {
         for (deconv_layout l : o.layouts)
             for (deconv_dtype dt : o.dtypes) {
-                if (dt == DECONV_BF16 && !deconv_bf16_supported()) {
-                    std::fprintf(o.output == Output::TABLE ? stdout : stderr,
-                                 "check bf16 %s: skipped (bf16 not supported on this CPU)\n", layout_name(l));
-                    continue;
-                }
                 for (Pass p : o.passes) {
                     CheckResult c = check_one(p, dt, l);
                     check_failures += !c.ok;
@@ -356,7 +351,7 @@ int main(int argc, char **argv) {
         row_failures += run_main_table(workloads, o, rep);
         std::fprintf(stderr, "main table done in %.0f s\n", since(t0));
         if (o.onednn) rep.add_table(small_table(rep.rows()));
-        if (o.dtypes.size() == 2 && deconv_bf16_supported()) rep.add_table(bf16_table(rep.rows()));
+        if (o.dtypes.size() == 2) rep.add_table(bf16_table(rep.rows()));
         if (o.variants) row_failures += run_variants(workloads, o, rep);
     }
     m.load_end = load_average();

@@ -184,10 +184,6 @@ void setup(Case &c, const Workload &w, deconv_dtype dt, deconv_layout layout, bo
     c.w = &w;
     c.dt = dt;
     c.layout = layout;
-    if (dt == DECONV_BF16 && !deconv_bf16_supported()) {
-        c.skip = "skipped: bf16 not supported on this CPU";
-        return;
-    }
     deconv_params inf = make_params(w, dt, layout, DECONV_INFERENCE, bias);
     deconv_params train = make_params(w, dt, layout, DECONV_TRAINING, bias);
     deconv_sizes sz;

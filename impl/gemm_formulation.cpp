@@ -128,11 +128,6 @@ memory::desc matrix(memory::dim rows, memory::dim cols, dt type, bool transposed
     return transposed ? memory::desc({rows, cols}, type, tag::ba) : memory::desc({rows, cols}, type, tag::ab);
 }
 
-memory::desc with_type(const memory::desc &d, dt type) {
-    const auto &b = d.data.format_desc.blocking;
-    return memory::desc(d.dims(), type, memory::dims(b.strides, b.strides + d.data.ndims));
-}
-
 // A role whose primitive sees the tensor as the matrix `view`, laid out as `matrix`: the
 // caller's buffer itself when the caller holds it that way, else a permuted copy.
 void add_matrix_role(Plan &plan, int index, int arg, bool output, const Strided &user, const Strided &matrix,

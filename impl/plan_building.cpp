@@ -8,6 +8,12 @@ namespace libdeconv {
 
 bool is_reference(const std::string &impl) { return impl.rfind("ref", 0) == 0; }
 
+dnnl::memory::desc with_type(const dnnl::memory::desc &d, dnnl::memory::data_type type) {
+    dnnl::memory::desc typed = d;
+    typed.data.data_type = static_cast<dnnl_data_type_t>(type);
+    return typed;
+}
+
 // Where a convolution's sum beats the commit's add pass over a copy (channels-last backward
 // data, ADD over WRITE, pass -> sum, medians of 1.5 s loops): bf16 kernels (dcgan.l5 1.89 ->
 // 1.15, bilinear.dw 1.74 -> 1.02, adj.s2 1.24 -> 0.87, unet.up2 1.13 -> 0.96) and f32 depthwise

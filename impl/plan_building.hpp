@@ -20,6 +20,9 @@ bool is_reference(const std::string &impl);
 bool adds_faster_in_kernel(const std::string &impl, dnnl::memory::data_type type, int64_t output_elems,
         int64_t input_elems);
 
+// `d` with the data type `type`, its layout unchanged.
+dnnl::memory::desc with_type(const dnnl::memory::desc &d, dnnl::memory::data_type type);
+
 // Every primitive runs on a scratchpad in the calling thread's workspace.
 dnnl::primitive_attr user_scratchpad();
 // The same, adding into the primitive's output (a sum post-op): Plan::accumulating.

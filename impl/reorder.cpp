@@ -23,12 +23,6 @@ dnnl::reorder one_step(const dnnl::memory::desc &from, const dnnl::memory::desc 
     return dnnl::reorder(pd);
 }
 
-dnnl::memory::desc with_type(const dnnl::memory::desc &d, dt type) {
-    dnnl::memory::desc typed = d;
-    typed.data.data_type = static_cast<dnnl_data_type_t>(type);
-    return typed;
-}
-
 int64_t elements_of(const dnnl::memory::desc &d) {
     int64_t n = 1;
     for (int i = 0; i < d.data.ndims; ++i) n *= d.data.dims[i];
