@@ -113,7 +113,7 @@ void partial_sums(const Spec &s, int64_t pixels, const T *dd, BiasGradientScratc
             } else if (channels < kLanes) {
                 sum_few_channels(dd + ((item / runs) * pixels + p0) * channels, p1 - p0, channels, run);
                 for (int64_t c = 0; c < channels; ++c) mine[c] += run[c];
-            } else if (commit_kernels::has_avx512()) {
+            } else if (has_avx512()) {
                 sum_many_channels_avx512(dd + ((item / runs) * pixels + p0) * channels, p1 - p0, channels, run);
                 for (int64_t c = 0; c < channels; ++c) mine[c] += run[c];
             } else {

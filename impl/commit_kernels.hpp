@@ -1,9 +1,12 @@
 // The vector kernels of the commits (output_commit.hpp, phase_interleave.hpp): masked AVX-512
 // loads and stores of f32 and bf16, 16x16 register transposes, gathers, and element runs with a
-// bias and an add; each with a portable fallback where the CPU lacks AVX-512.
+// bias and an add; each with an AVX2 version (commit_kernels_avx2.hpp) and a portable fallback.
 #pragma once
 
 #include "bf16.hpp"
+#include "commit_elements.hpp"
+#include "commit_kernels_avx2.hpp"
+#include "cpu_features.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -17,16 +20,9 @@
 namespace libdeconv {
 namespace commit_kernels {
 
-inline float load(const float *p, int64_t i) { return p[i]; }
-inline float load(const uint16_t *p, int64_t i) { return bf16_to_f32(p[i]); }
-inline void store(float *p, int64_t i, float v) { p[i] = v; }
-inline void store(uint16_t *p, int64_t i, float v) { p[i] = f32_to_bf16(v); }
-
-// The same with AVX-512: 16 pixels x 16 channels at a time, loaded as 16 pixel rows, transposed
+// AVX-512: 16 pixels x 16 channels at a time, loaded as 16 pixel rows, transposed
 // in registers into 16 channel rows and stored with masks at the channel and pixel edges.
 #define LIBDECONV_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-// Plain loops compiled for AVX2, where that is the most the CPU has.
-#define LIBDECONV_AVX2 __attribute__((target("avx2,fma")))
 
 // Masked loads and stores only where the mask is partial: on AMD Zen 4 a masked load with
 // every lane set made the f32 commit run at a third of its speed (stores alike, to be safe).
@@ -57,7 +53,7 @@ LIBDECONV_AVX512 inline void store_words(uint16_t *p, __mmask16 m, __m256i words
 }
 
 inline bool has_avx512_bf16() {
-    static const bool has = __builtin_cpu_supports("avx512bf16");
+    static const bool has = has_avx512() && __builtin_cpu_supports("avx512bf16");
     return has;
 }
 
@@ -350,17 +346,6 @@ LIBDECONV_AVX512 void commit_tile_avx512(const In *from, At at, Out *rows, int64
 // Below this many elements a commit runs on the calling thread: a fork and join costs more.
 constexpr int64_t kParallelElements = int64_t(1) << 14;
 
-inline bool has_avx2() {
-    static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return has;
-}
-
-inline bool has_avx512() {
-    static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                            __builtin_cpu_supports("avx512vl");
-    return has;
-}
-
 // A run's stores with the bf16 conversion chosen once (bf16_words_by).
 template <bool Native>
 LIBDECONV_AVX512 inline void store_by(float *p, __mmask16 m, __m512 v) { store_masked(p, m, v); }
@@ -437,34 +422,6 @@ LIBDECONV_AVX512 void commit_run_avx512(const In *in, Out *out, int64_t count, c
     if constexpr (std::is_same_v<Out, uint16_t>)
         if (has_avx512_bf16()) return commit_run_native<Add, Stream, true>(in, out, count, bias, bias_step, bias_period);
     commit_run_native<Add, Stream, false>(in, out, count, bias, bias_step, bias_period);
-}
-
-// out[i] (=|+=) in[i] + bias[k] over k < n: plain loops, which the compiler vectorizes. In place
-// (in == out) through one pointer: with two, its check for overlap takes the scalar loop.
-template <bool Add, typename In, typename Out>
-inline void commit_span(const In *in, Out *out, int64_t n, const float *bias, float one_bias) {
-    if constexpr (std::is_same_v<In, Out>) {
-        if (in == out) {
-            for (int64_t k = 0; k < n; ++k) store(out, k, (Add ? 2 * load(out, k) : load(out, k)) + (bias ? bias[k] : one_bias));
-            return;
-        }
-    }
-    if (bias)
-        for (int64_t k = 0; k < n; ++k) store(out, k, (Add ? load(out, k) : 0.f) + load(in, k) + bias[k]);
-    else
-        for (int64_t k = 0; k < n; ++k) store(out, k, (Add ? load(out, k) : 0.f) + load(in, k) + one_bias);
-}
-
-// commit_run without AVX-512: the same sums in spans the compiler vectorizes for AVX2 (on AVX2
-// the scalar loop, a modulo per element, made a 25 MB channels-last bias pass take 2.6x the
-// deconvolution).
-template <bool Add, typename In, typename Out>
-LIBDECONV_AVX2 void commit_run_avx2(const In *in, Out *out, int64_t count, const float *bias, int64_t bias_step,
-        int64_t bias_period) {
-    if (!bias || !bias_step) return commit_span<Add>(in, out, count, nullptr, bias ? bias[0] : 0.f);
-    if (!bias_period) return commit_span<Add>(in, out, count, bias, 0.f);
-    for (int64_t i = 0; i < count; i += bias_period)
-        commit_span<Add>(in + i, out + i, std::min(bias_period, count - i), bias, 0.f);
 }
 
 template <bool Add, bool Stream = false, typename In, typename Out>
@@ -596,6 +553,7 @@ template <bool Add, typename In, typename Out>
 void copy_channel_run(const In *from, int64_t from_step, Out *to, int64_t to_step, int64_t valid, int64_t width,
         const float *bias, int64_t p0, int64_t p1) {
     if (has_avx512()) return copy_channel_run_avx512<Add>(from, from_step, to, to_step, valid, width, bias, p0, p1);
+    if (has_avx2()) return copy_channel_run_avx2<Add>(from, from_step, to, to_step, valid, width, bias, p0, p1);
     for (int64_t p = p0; p < p1; ++p)
         for (int64_t k = 0; k < width; ++k) {
             const float v = k < valid ? load(from, p * from_step + k) + (bias ? bias[k] : 0.f) : 0.f;
@@ -626,6 +584,7 @@ template <bool Add, typename In, typename Out>
 void commit_gathered(const In *from, const int32_t *index, Out *out, int64_t count, const float *bias,
         int64_t bias_step) {
     if (has_avx512()) return commit_gathered_avx512<Add>(from, index, out, count, bias, bias_step);
+    if (has_avx2()) return commit_gathered_avx2<Add>(from, index, out, count, bias, bias_step);
     for (int64_t i = 0; i < count; ++i) {
         const float v = load(from, index[i]) + (bias ? bias[i * bias_step] : 0.f);
         store(out, i, Add ? load(out, i) + v : v);

@@ -59,7 +59,7 @@ LIBDECONV_AVX512 void result_row(const RowTap *rows, int nr, const int64_t *posi
 DepthwiseBackwardData::DepthwiseBackwardData(const DepthwiseShape &shape) : shape_(shape), planes_(shape) {}
 
 bool DepthwiseBackwardData::supports(const DepthwiseShape &shape) {
-    return commit_kernels::has_avx512() && PhasePlanes(shape).fits();
+    return has_avx512() && PhasePlanes(shape).fits();
 }
 
 size_t DepthwiseBackwardData::scratch_bytes(int threads) const {

@@ -257,7 +257,7 @@ DepthwiseForward::DepthwiseForward(const DepthwiseShape &shape) : shape_(shape) 
 }
 
 bool DepthwiseForward::supports(const DepthwiseShape &shape) {
-    return commit_kernels::has_avx512() && shape.kernel[0] * shape.kernel[1] <= kMaxTaps && shape.stride[2] <= 64;
+    return has_avx512() && shape.kernel[0] * shape.kernel[1] <= kMaxTaps && shape.stride[2] <= 64;
 }
 
 template <typename T>

@@ -207,7 +207,7 @@ DepthwisePlaneForward::DepthwisePlaneForward(const DepthwiseShape &shape) : shap
 }
 
 bool DepthwisePlaneForward::supports(const DepthwiseShape &shape) {
-    return commit_kernels::has_avx512() && shape.kernel[0] * shape.kernel[1] <= kMaxRowTaps && shape.stride[2] <= kMaxStride
+    return has_avx512() && shape.kernel[0] * shape.kernel[1] <= kMaxRowTaps && shape.stride[2] <= kMaxStride
             && DepthwisePlaneForward(shape).scratch_bytes(1) <= kMaxBufferBytes;
 }
 

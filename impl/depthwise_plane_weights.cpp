@@ -79,7 +79,7 @@ LIBDECONV_AVX512 void add_lanes(const float *values, int64_t count, float *lanes
 DepthwisePlaneWeights::DepthwisePlaneWeights(const DepthwiseShape &shape) : shape_(shape), planes_(shape) {}
 
 bool DepthwisePlaneWeights::supports(const DepthwiseShape &shape) {
-    return commit_kernels::has_avx512() && PhasePlanes(shape).fits();
+    return has_avx512() && PhasePlanes(shape).fits();
 }
 
 size_t DepthwisePlaneWeights::scratch_bytes(int threads) const {

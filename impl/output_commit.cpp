@@ -39,6 +39,9 @@ void commit_channels(const In *from, Out *rows, int64_t row_stride, int64_t bloc
     if (has_avx512())
         return commit_tile_avx512<Add, Stream>(from, [block](int64_t p) { return p * block; }, rows, row_stride, 0,
                 width, bias, p0, p1);
+    if (has_avx2())
+        return commit_tile_avx2<Add>(from, [block](int64_t p) { return p * block; }, rows, row_stride, 0, width, bias,
+                p0, p1);
     for (int64_t k = 0; k < width; ++k)
         commit_tile<Add>(from, rows + k * row_stride, block, k, bias ? bias[k] : 0.f, p0, p1);
 }
@@ -100,6 +103,9 @@ void uncommit_tile(const In *planes, int64_t plane_stride, Out *to, int64_t bloc
     if (has_avx512())
         return uncommit_tile_avx512<Stream>(planes, plane_stride, to, [block](int64_t p) { return p * block; }, block,
                 width, p0, p1);
+    if (has_avx2())
+        return uncommit_tile_avx2(planes, plane_stride, to, [block](int64_t p) { return p * block; }, block, width, p0,
+                p1);
     for (int64_t p = p0; p < p1; ++p)
         for (int64_t k = 0; k < block; ++k) store(to, p * block + k, k < width ? load(planes, k * plane_stride + p) : 0.f);
 }

@@ -137,6 +137,11 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
                         0, ocg, bias ? bias + g * ocg : nullptr, p0, p1);
                 continue;
             }
+            if (has_avx2()) {
+                commit_tile_avx2<Add>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels, 0, ocg,
+                        bias ? bias + g * ocg : nullptr, p0, p1);
+                continue;
+            }
             for (int64_t k = 0; k < ocg; ++k)
                 for (int64_t p = p0; p < p1; ++p) {
                     const float v = load(group, last[p] + k) + (bias ? bias[g * ocg + k] : 0.f);
@@ -202,6 +207,10 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
             if (has_avx512()) {
                 uncommit_tile_avx512<false>(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg,
                         ocg, p0, p1);
+                continue;
+            }
+            if (has_avx2()) {
+                uncommit_tile_avx2(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg, ocg, p0, p1);
                 continue;
             }
             for (int64_t k = 0; k < ocg; ++k)
