@@ -1,6 +1,5 @@
 #include "reorder.hpp"
 
-#include "bf16.hpp"
 #include "commit_kernels.hpp"
 #include "engine.hpp"
 #include "plan_building.hpp"
@@ -36,21 +35,25 @@ bool dense(const dnnl::memory::desc &d) {
             && d.get_size() == static_cast<size_t>(elements_of(d)) * dnnl::memory::data_type_size(d.data_type());
 }
 
-// dst (=|+=) src over `n` elements, one of them bf16 and the other f32.
+template <typename In, typename Out>
+void convert_run(const In *src, Out *dst, int64_t count, bool add) {
+    if (add)
+        commit_kernels::commit_run<true>(src, dst, count, nullptr, 0);
+    else
+        commit_kernels::commit_run<false>(src, dst, count, nullptr, 0);
+}
+
+// dst (=|+=) src over `n` elements, one of them bf16 and the other f32: the commits' element
+// runs (vectorized for AVX2 and AVX-512).
 void convert(const void *src, dt from, void *dst, int64_t n, bool add) {
     in_parallel(n >= kParallelElements, [&] {
 #pragma omp for schedule(static) nowait
         for (int64_t i = 0; i < n; i += kParallelElements) {
-            const int64_t end = std::min(n, i + kParallelElements);
-            if (from == dt::bf16) {
-                const uint16_t *s = static_cast<const uint16_t *>(src);
-                float *d = static_cast<float *>(dst);
-                for (int64_t k = i; k < end; ++k) d[k] = (add ? d[k] : 0.f) + bf16_to_f32(s[k]);
-            } else {
-                const float *s = static_cast<const float *>(src);
-                uint16_t *d = static_cast<uint16_t *>(dst);
-                for (int64_t k = i; k < end; ++k) d[k] = f32_to_bf16((add ? bf16_to_f32(d[k]) : 0.f) + s[k]);
-            }
+            const int64_t count = std::min(n - i, kParallelElements);
+            if (from == dt::bf16)
+                convert_run(static_cast<const uint16_t *>(src) + i, static_cast<float *>(dst) + i, count, add);
+            else
+                convert_run(static_cast<const float *>(src) + i, static_cast<uint16_t *>(dst) + i, count, add);
         }
     });
 }
