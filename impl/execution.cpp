@@ -195,6 +195,7 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
             continue;
         }
         const bool written = in_place(plan, r, t);
+        if (written && !commit_bias) continue; // the primitive wrote (or added into) the caller's buffer
         // A write without bias that oneDNN's reorder does faster (OutputCommit::reorder_writes_faster).
         const bool by_reorder = r.by_commit && r.conversion.to_user && t.req == Req::write && !commit_bias && !written
                 && r.commit.reorder_writes_faster();
@@ -204,7 +205,6 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
                     commit_bias, t.req == Req::add && !written);
             continue;
         }
-        if (written) continue;
         point_to(b.user[i], t.user);
         run_reorder(t.req == Req::add ? r.conversion.add_to_user : r.conversion.to_user, stream, b.internal[i],
                 b.user[i], b.scratchpad, b.staged[i]);
