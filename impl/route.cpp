@@ -238,8 +238,14 @@ std::vector<double> seconds_per_call(const Problem &problem, const std::vector<c
     const CpuWait waits;                                      // after the warm-up: the OpenMP team exists
     int retakes_left = 2 * static_cast<int>(trials.size()); // a machine busy throughout: runs as they come
     std::vector<double> best(trials.size(), 1e30);
-    for (int round = 0; round < 2; ++round)
-        for (size_t i = 0; i < trials.size(); ++i)
+    // Two turns each, then two more for the candidates within kContenders of the best so far:
+    // two turns of a 40-60 ms call on a noisy machine left dcgan.l2's weight gradient on a route
+    // 1.2x slower in the bench in one of two runs.
+    constexpr int kTurns = 2, kContenderTurns = 2;
+    constexpr double kContenders = 1.25;
+    for (int round = 0; round < kTurns + kContenderTurns; ++round)
+        for (size_t i = 0; i < trials.size(); ++i) {
+            if (round >= kTurns && best[i] > kContenders * *std::min_element(best.begin(), best.end())) continue;
             for (int r = 0; r < repeats[i]; ++r) {
                 const long long waited_before = waits.nanoseconds();
                 const double s = trials[i].seconds(buffers);
@@ -250,6 +256,7 @@ std::vector<double> seconds_per_call(const Problem &problem, const std::vector<c
                 }
                 best[i] = std::min(best[i], s);
             }
+        }
     return best;
 }
 
