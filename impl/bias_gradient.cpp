@@ -21,7 +21,7 @@ constexpr int64_t kRun = 1024, kLanes = 16;
 constexpr int64_t kParallelElems = int64_t(1) << 15;
 
 template <typename T>
-double run_sum(const T *v, int64_t count) {
+double run_sum_portable(const T *v, int64_t count) {
     float lanes[kLanes] = {};
     int64_t i = 0;
     for (; i + kLanes <= count; i += kLanes)
@@ -30,6 +30,30 @@ double run_sum(const T *v, int64_t count) {
     for (; i < count; ++i) sum += value_at(v, i);
     for (float l : lanes) sum += l;
     return sum;
+}
+
+// The same in AVX2 vectors (baseline x86-64 code vectorizes bf16 terms poorly: dcgan.l1's bias
+// gradient took 8-10% of its backward-weights call in f32 and in bf16).
+template <typename T>
+LIBDECONV_AVX2 double run_sum_avx2(const T *v, int64_t count) {
+    using commit_kernels::load8;
+    __m256 even = _mm256_setzero_ps(), odd = even;
+    int64_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        even = _mm256_add_ps(even, load8(v + i, 8));
+        odd = _mm256_add_ps(odd, load8(v + i + 8, 8));
+    }
+    for (; i < count; i += 8) even = _mm256_add_ps(even, load8(v + i, count - i));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_add_ps(even, odd));
+    double sum = 0;
+    for (float l : lanes) sum += l;
+    return sum;
+}
+
+template <typename T>
+double run_sum(const T *v, int64_t count) {
+    return has_avx2() ? run_sum_avx2(v, count) : run_sum_portable(v, count);
 }
 
 // Channels-last pixels with fewer than kLanes channels into sums[channel]: kLanes pixels at a
@@ -139,6 +163,11 @@ void partial_sums(const Spec &s, int64_t pixels, const T *dd, BiasGradientScratc
         float *run = w.run.data() + tid * channels;
         std::fill_n(mine, channels, 0.0);
         const int64_t begin = items * tid / size, end = items * (tid + 1) / size;
+        if (first && runs == 1) { // whole planes, their channel counted along (small planes: dcgan.l1's 16 pixels)
+            for (int64_t plane = begin, c = begin % channels; plane < end; ++plane, c = c + 1 == channels ? 0 : c + 1)
+                mine[c] += run_sum(dd + plane * pixels, pixels);
+            return;
+        }
         for (int64_t item = begin; item < end; ++item) {
             const int64_t r = item % runs, p0 = r * kRun, p1 = std::min(pixels, p0 + kRun);
             if (first) {
