@@ -32,8 +32,8 @@ double run_sum_portable(const T *v, int64_t count) {
     return sum;
 }
 
-// The same in AVX2 vectors (baseline x86-64 code vectorizes bf16 terms poorly: dcgan.l1's bias
-// gradient took 8-10% of its backward-weights call in f32 and in bf16).
+// The same in AVX2 vectors (dcgan.l1's bias gradient, planes of 16 pixels, took 8-10% of its
+// backward-weights call; with these and partial_sums' whole planes the call is 25% faster).
 template <typename T>
 LIBDECONV_AVX2 double run_sum_avx2(const T *v, int64_t count) {
     using commit_kernels::load8;
