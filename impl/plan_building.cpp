@@ -22,13 +22,10 @@ dnnl::memory::desc with_type(const dnnl::memory::desc &d, dnnl::memory::data_typ
 // 1.01-1.02, small.k1 1.14-1.15 -> 1.04-1.12, a 1x1 64 -> 64 channels 1.26 -> 1.07). Where the
 // output is several times the input, f32 brgconv adds slower in place than the pass (dcgan.l5,
 // 5x: 1.6-1.8 -> 1.9-2.5; a 1x1 64 -> 512 channels, 8x: 1.30-1.39 -> 1.61), and so does
-// x64:gemm:jit on channels-first data (1.01 -> 1.21). On AVX2 the direct f32 kernel (jit:avx2)
-// adds faster too (bench, alternating builds: adj.s2 1.10-1.11 -> 0.99, dcgan.l5 1.14-1.35 ->
-// 0.99-1.11, with one run of 1.65).
+// x64:gemm:jit on channels-first data (1.01 -> 1.21).
 bool adds_faster_in_kernel(const std::string &impl, dnnl::memory::data_type type, int64_t output_elems,
         int64_t input_elems) {
     if (type == dnnl::memory::data_type::bf16 || impl.find("_dw:") != std::string::npos) return true;
-    if (impl == "jit:avx2") return true;
     return impl.find("brgconv") != std::string::npos && output_elems <= 2 * input_elems;
 }
 
