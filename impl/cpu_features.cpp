@@ -13,16 +13,13 @@ bool onednn_allows(dnnl_cpu_isa_t isa) {
 
 } // namespace
 
-bool has_avx2() {
-    static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                            onednn_allows(dnnl_cpu_isa_avx2);
-    return has;
+bool detect_avx2() {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && onednn_allows(dnnl_cpu_isa_avx2);
 }
 
-bool has_avx512() {
-    static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                            __builtin_cpu_supports("avx512vl") && onednn_allows(dnnl_cpu_isa_avx512_core);
-    return has;
+bool detect_avx512() {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && onednn_allows(dnnl_cpu_isa_avx512_core);
 }
 
 } // namespace libdeconv

@@ -5,7 +5,17 @@
 
 namespace libdeconv {
 
-bool has_avx2();   // with FMA
-bool has_avx512(); // F, BW and VL
+bool detect_avx2();   // with FMA
+bool detect_avx512(); // F, BW and VL
+
+// Inline, decided once: the commits ask per run of elements.
+inline bool has_avx2() {
+    static const bool has = detect_avx2();
+    return has;
+}
+inline bool has_avx512() {
+    static const bool has = detect_avx512();
+    return has;
+}
 
 } // namespace libdeconv

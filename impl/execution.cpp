@@ -197,7 +197,7 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
         const bool written = in_place(plan, r, t);
         if (written && !commit_bias) continue; // the primitive wrote (or added into) the caller's buffer
         // A write without bias that oneDNN's reorder does faster (OutputCommit::reorder_writes_faster).
-        const bool by_reorder = r.by_commit && r.conversion.to_user && t.req == Req::write && !commit_bias && !written
+        const bool by_reorder = r.by_commit && r.conversion.to_user && t.req == Req::write && !commit_bias
                 && r.commit.reorder_writes_faster();
         if ((plan.bias_in_commit || r.by_commit) && !by_reorder) { // in place when the primitive wrote the caller's buffer
             stream.wait();
