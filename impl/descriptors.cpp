@@ -59,20 +59,16 @@ memory::desc data_desc(const Geometry &g, const memory::dims &dims, dt type) {
     return memory::desc(dims, type, plain_data_tag(dims.size(), g.data_layout == DataLayout::channels_last));
 }
 
-// oneDNN 2.6's AVX2 sgemm (x64:gemm:jit, matmul's gemm:jit) reads a matrix that starts on a
-// 32-byte boundary 1.3-1.7x slower than one 16 bytes past it, as malloc's large blocks start
-// (measured on the caller's buffers and on the workspace: dcgan.l5 forward f32, 10 ms aligned
-// against 7 ms at 8, 16 or 48 bytes past a line; dcgan.l1 weight gradient 1.7 against 1.0-1.2
-// ms). The inputs' internal copies of such a plan start 16 bytes into a line. Measured on AVX2
-// only: AVX-512's sgemm, whose loads span a whole line, keeps its copies on lines.
-constexpr size_t kGemmInputShift = 16;
-bool reads_misaligned_faster(const Plan &plan) {
-    return !has_avx512() && plan.impl.find("gemm") != std::string::npos;
+// Unique for the process lifetime: the threads' bindings of plans to the workspace key on it.
+uint64_t new_plan_id() {
+    static std::atomic<uint64_t> next_id{1};
+    return next_id++;
 }
 
 // Scratchpad first, then an internal copy for every converted input and every output (an
-// output in the caller's layout still needs one for an add request).
-void lay_out_workspace(Plan &plan) {
+// output in the caller's layout still needs one for an add request); the inputs' copies
+// `input_shift` bytes past a cache line, the rest on lines.
+void lay_out_workspace(Plan &plan, size_t input_shift) {
     constexpr size_t kAlign = 64;
     auto aligned = [](size_t n) { return (n + kAlign - 1) / kAlign * kAlign; };
     size_t offset = aligned(plan.scratchpad_bytes);
@@ -84,12 +80,32 @@ void lay_out_workspace(Plan &plan) {
         }
         r.has_internal = r.output || !r.conversion.identical;
         if (!r.has_internal) continue;
-        const size_t shift = !r.output && reads_misaligned_faster(plan) ? kGemmInputShift : 0;
+        const size_t shift = r.output ? 0 : input_shift;
         r.internal_offset = offset + shift;
         offset += aligned(shift + r.conversion.internal.get_size());
     }
     plan.workspace_bytes = offset;
+    plan.input_shift = input_shift;
 }
+
+} // namespace
+
+bool may_shift_inputs(const Plan &plan) {
+    if (has_avx512() || plan.impl.find("gemm") == std::string::npos) return false;
+    for (const Role &r : plan.roles)
+        if (r.present && !r.output && !r.conversion.identical) return true;
+    return false;
+}
+
+Plan with_input_shift(const Plan &plan, size_t input_shift) {
+    Plan shifted = plan;
+    shifted.id = new_plan_id();
+    lay_out_workspace(shifted, input_shift);
+    shifted.impl += " (inputs " + std::to_string(input_shift) + " B past a line)";
+    return shifted;
+}
+
+namespace {
 
 size_t scratchpad_size(const dnnl::primitive_desc_base &pd) { return pd.scratchpad_desc().get_size(); }
 
@@ -283,7 +299,6 @@ memory::desc user_weights_desc(const Problem &p) {
 }
 
 Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formulation, DataLayout data_layout) {
-    static std::atomic<uint64_t> next_id{1};
     const Geometry g = geometry(p, data_layout);
     const bool deconvolution = formulation == Formulation::deconvolution;
     const bool subpixel = formulation == Formulation::subpixel;
@@ -313,7 +328,7 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
                                          "channels-first data");
     const dt type = onednn_type(compute);
     Plan plan;
-    plan.id = next_id++;
+    plan.id = new_plan_id();
     plan.pass = pass;
     plan.compute = compute;
     plan.single_threaded = runs_single_threaded(p);
@@ -335,7 +350,7 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
         // every pass): kernels of one name run several times faster in one than in another.
         plan.impl += " on " + layout_name(plan.roles[0].conversion.internal);
     }
-    lay_out_workspace(plan);
+    lay_out_workspace(plan, 0);
     return plan;
 }
 

@@ -89,6 +89,7 @@ struct Plan {
     size_t scratchpad_bytes = 0;  // shared by the primitive and the reorders (they run in turn)
     bool zero_scratchpad = false; // the kernel reads parts of its scratchpad it never wrote
     size_t workspace_bytes = 0;   // scratchpad first, then the internal copies
+    size_t input_shift = 0;       // bytes past a cache line where the inputs' internal copies start
     // Forward only: the bias is added while the output is committed (Role::commit), not by the
     // primitive.
     bool bias_in_commit = false;
@@ -125,6 +126,17 @@ enum class DataLayout { any, channels_first, channels_last };
 // Throws Error(unsupported) when this compute type or formulation cannot run the problem.
 Plan make_plan(const Problem &problem, Pass pass, DataType compute, Formulation formulation,
         DataLayout data_layout = DataLayout::any);
+
+// oneDNN 2.6's AVX2 sgemm (x64:gemm:jit, matmul's gemm:jit) reads some matrices 1.3-1.7x
+// slower when they start on a 32-byte boundary than 16 bytes past it, as malloc's large blocks
+// start: dcgan.l5 forward f32 on the caller's buffers 10 against 7 ms, dcgan.l1's weight
+// gradient 1.7 against 1.1 ms; others, unet.up2's, run 3-10% faster aligned. So a plan whose
+// gemm reads internal copies is a route twice (route.cpp), with its copies on cache lines and
+// `input_shift` bytes past them, and timing picks. Offered on AVX2 only, where it was measured.
+bool may_shift_inputs(const Plan &plan);
+// `plan` (which make_plan laid out on cache lines) with its inputs' internal copies
+// `input_shift` bytes past a line; deconv_impl_name says so.
+Plan with_input_shift(const Plan &plan, size_t input_shift);
 
 // The caller's plain descriptors (shared with the weight packing).
 dnnl::memory::desc user_data_desc(const Problem &problem, bool output);

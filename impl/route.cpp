@@ -35,9 +35,10 @@ struct Route {
     Formulation formulation;
     DataLayout data_layout;
     int64_t batch_chunks = 1;
+    size_t input_shift = 0; // where the inputs' internal copies start past a cache line (may_shift_inputs)
     bool operator==(const Route &o) const {
         return compute == o.compute && formulation == o.formulation && data_layout == o.data_layout
-                && batch_chunks == o.batch_chunks;
+                && batch_chunks == o.batch_chunks && input_shift == o.input_shift;
     }
 };
 
@@ -320,14 +321,17 @@ std::mutex &measurement_mutex() {
 }
 
 std::shared_ptr<const Plan> build(const Problem &problem, Pass pass, Route route) {
-    if (route.batch_chunks == 1)
-        return std::make_shared<const Plan>(make_plan(problem, pass, route.compute, route.formulation, route.data_layout));
+    if (route.batch_chunks == 1) {
+        const Plan plan = make_plan(problem, pass, route.compute, route.formulation, route.data_layout);
+        return std::make_shared<const Plan>(route.input_shift ? with_input_shift(plan, route.input_shift) : plan);
+    }
     Spec part = problem.spec();
     part.batch /= route.batch_chunks;
     const Problem chunk(part);
     Plan plan = make_plan(chunk, pass, route.compute, route.formulation, route.data_layout);
     plan.batch_chunks = route.batch_chunks;
     plan.impl += " (batch in " + std::to_string(route.batch_chunks) + " chunks)";
+    if (route.input_shift) plan = with_input_shift(plan, route.input_shift);
     const size_t src_bytes = chunk.src_elems() * chunk.element_bytes(), dst_bytes = chunk.dst_elems() * chunk.element_bytes();
     const bool forward = pass == Pass::forward;
     plan.roles[forward ? role::fwd_src : role::bwd_data_diff_dst].chunk_bytes = forward ? src_bytes : dst_bytes;
@@ -342,10 +346,29 @@ std::shared_ptr<const Plan> build(const Problem &problem, Pass pass, Route route
     return std::make_shared<const Plan>(std::move(plan));
 }
 
+// Bytes past a cache line of the shifted input copies: where malloc's large blocks start.
+constexpr size_t kShiftedInputs = 16;
+
+// The input placements a plan is timed with (may_shift_inputs), for problems of 5e7 to 1e9
+// FLOPs, where the shifted copies were faster (dcgan.l1 1e8, dcgan.l5 4e8; on the caller's
+// buffers fcn8s.upscore8 9e8 too). Larger ones, whose sgemm is compute-bound, ran alike or
+// faster aligned (hifigan.up1 2e9, unet.up2 4e9), and timing a second candidate there made
+// the workload tests 20-30% slower; smaller ones alike. DECONV_INPUT_SHIFT=0 keeps the copies on
+// cache lines, =16 takes them shifted wherever that is offered, whatever the size (tests).
+std::vector<size_t> input_shifts_allowed(const Problem &problem, const Plan &plan) {
+    static const char *pinned = std::getenv("DECONV_INPUT_SHIFT");
+    constexpr double kMinFlops = 5e7, kMaxFlops = 1e9;
+    if (!may_shift_inputs(plan) || (pinned && std::strcmp(pinned, "0") == 0)) return {0};
+    if (pinned && std::strcmp(pinned, "16") == 0) return {kShiftedInputs};
+    if (problem.flops() < kMinFlops || problem.flops() > kMaxFlops) return {0};
+    return {0, kShiftedInputs};
+}
+
 // The same kernel on the same layouts as an earlier candidate (e.g. a plain layout that format
 // any picks anyway): nothing to measure.
 bool same_computation(const Plan &a, const Plan &b) {
-    if (a.impl != b.impl || a.compute != b.compute || a.batch_chunks != b.batch_chunks) return false;
+    if (a.impl != b.impl || a.compute != b.compute || a.batch_chunks != b.batch_chunks || a.input_shift != b.input_shift)
+        return false;
     for (int i = 0; i < kMaxRoles; ++i) {
         if (a.roles[i].present != b.roles[i].present) return false;
         if (a.roles[i].present && a.roles[i].conversion.internal != b.roles[i].conversion.internal) return false;
@@ -405,8 +428,13 @@ std::shared_ptr<const Plan> fastest_of(const Problem &problem, Pass pass, const 
             bool known = false;
             for (const auto &p : plans) known |= same_computation(*p, *plan);
             if (known) continue;
-            plans.push_back(std::move(plan));
-            routes.push_back(candidates[c]);
+            // Each placement of its input copies, on the lines first.
+            for (size_t shift : input_shifts_allowed(problem, *plan)) {
+                Route placed = candidates[c];
+                placed.input_shift = shift;
+                plans.push_back(shift == 0 ? plan : std::make_shared<const Plan>(with_input_shift(*plan, shift)));
+                routes.push_back(placed);
+            }
         } catch (const Error &e) { // e.g. no bf16 kernel builds for this geometry: others do the work
             if (e.status() != Status::unsupported || (plans.empty() && c + 1 == candidates.size())) throw;
         }
