@@ -94,12 +94,14 @@ std::vector<DataLayout> depthwise_layouts_allowed(const Problem &problem, Pass p
     return {DataLayout::any, DataLayout::channels_first};
 }
 
-// The batch chunks a forward or backward-data pass may run in: as many as make an output chunk
-// about kChunkOutputBytes (in the f32 a kernel may compute in), where the whole output is several
-// times that and the weights, read again for every chunk, are small next to a chunk of output;
-// preferred to the whole batch in a tie, as an add request then adds from cache (dcgan.l5
-// backward data f32, 64 images in 8 chunks: add 2.9-3.4 ms against 3.6-4.3 in one piece, write
-// alike) and the workspace holds a chunk. DECONV_BATCH_CHUNKS=n pins n chunks (1: none) where n
+// The batch chunks a forward or backward-data pass may run in: as many as make a chunk of its
+// larger tensor, input or output, about kChunkBytes (in the f32 a kernel may compute in), where
+// the whole tensor is several times that and the weights, read again for every chunk, are small
+// next to a chunk; preferred to the whole batch in a tie, as an add request then adds from cache
+// (dcgan.l5 backward data f32, 64 images in 8 chunks: add 2.9-3.4 ms against 3.6-4.3 in one
+// piece, write alike), a converted input is read from cache (bilinear.dw backward data bf16 on
+// AVX2, its 26 MB input gradient in f32 copies: 2.4 ms in 8 chunks against 4.3 in one piece)
+// and the workspace holds a chunk. DECONV_BATCH_CHUNKS=n pins n chunks (1: none) where n
 // divides the batch.
 std::vector<int64_t> batch_chunks_allowed(const Problem &problem, Pass pass) {
     static const char *pinned = std::getenv("DECONV_BATCH_CHUNKS");
@@ -109,16 +111,16 @@ std::vector<int64_t> batch_chunks_allowed(const Problem &problem, Pass pass) {
         const int64_t n = std::atoll(pinned);
         return {n > 0 && batch % n == 0 ? n : 1};
     }
-    constexpr double kChunkOutputBytes = 2 << 20;
+    constexpr double kChunkBytes = 2 << 20;
     constexpr int64_t kMaxChunks = 64; // each a run of the kernel, with its fork and join
-    const double output_bytes = 4.0 * (pass == Pass::forward ? problem.dst_elems() : problem.src_elems());
+    const double tensor_bytes = 4.0 * std::max(problem.src_elems(), problem.dst_elems());
     const double weights_bytes = 4.0 * problem.weights_elems();
-    if (batch < 2 || output_bytes < 4 * kChunkOutputBytes) return {1};
-    // The fewest chunks that divide the batch and are no larger than kChunkOutputBytes, or
-    // single images.
-    int64_t n = std::min(batch, static_cast<int64_t>(std::ceil(output_bytes / kChunkOutputBytes)));
+    if (batch < 2 || tensor_bytes < 4 * kChunkBytes) return {1};
+    // The fewest chunks that divide the batch and are no larger than kChunkBytes, or single
+    // images.
+    int64_t n = std::min(batch, static_cast<int64_t>(std::ceil(tensor_bytes / kChunkBytes)));
     while (batch % n != 0 && n < kMaxChunks) ++n;
-    if (batch % n != 0 || weights_bytes * 4 > output_bytes / n) return {1};
+    if (batch % n != 0 || weights_bytes * 4 > tensor_bytes / n) return {1};
     return {n, 1};
 }
 
