@@ -17,8 +17,13 @@ namespace libdeconv {
 
 class DepthwiseBackwardWeights {
 public:
-    // AVX-512 (is_depthwise_candidate checks it). Channels-first data: depthwise_plane_weights.hpp.
+    // Channels-first data: depthwise_plane_weights.hpp.
     explicit DepthwiseBackwardWeights(const DepthwiseShape &shape);
+    // AVX-512, or AVX2 with FMA (the same algorithm on 8 lanes; oneDNN 2.6 there runs bilinear.dw
+    // f32 as a gemm or a grouped convolution in 17-43 ms).
+    static bool supports();
+    // The instruction set it runs on: "avx512_core" or "avx2".
+    static const char *isa();
 
     // Bytes of the partial gradients a run on `threads` threads sums into.
     size_t scratch_bytes(int threads) const;
@@ -38,6 +43,9 @@ public:
     void run(const T *src, const T *diff_dst, const Gradients &out, void *scratch, int threads) const;
 
 private:
+    template <typename Isa, typename T>
+    void run_with(const T *src, const T *diff_dst, const Gradients &out, void *scratch, int threads) const;
+
     DepthwiseShape shape_;
     // Per kernel column kw, the input columns whose output column ix * stride - pad + kw *
     // dilate is inside the output: [first, last].

@@ -5,10 +5,12 @@
 #include "depthwise_forward.hpp"
 #include "depthwise_plane_forward.hpp"
 #include "depthwise_plane_weights.hpp"
+#include "engine.hpp"
 #include "error.hpp"
 #include "plan_building.hpp"
 
 #include <omp.h>
+#include <string>
 
 namespace libdeconv {
 namespace {
@@ -171,6 +173,7 @@ bool is_depthwise_candidate(const Problem &p, Pass pass) {
     if (s.groups == 1 || s.in_channels != s.groups || s.out_channels != s.groups) return false;
     if (pass == Pass::backward_data)
         return s.layout == Layout::channels_first && DepthwiseBackwardData::supports(shape_of(p));
+    if (pass == Pass::backward_weights) return DepthwiseBackwardWeights::supports();
     return DepthwiseForward::supports(shape_of(p));
 }
 
@@ -180,10 +183,14 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
         throw Error(Status::unsupported, "the depthwise kernels do not compute this pass of this problem");
     if (pass == Pass::backward_data && !channels_first)
         throw Error(Status::unsupported, "the depthwise data gradient reads the caller's channels-first data");
-    if (compute != s.dtype)
+    // The kernels read the problem's own data type and compute in f32. A bf16 problem whose
+    // routes all compute in f32 (oneDNN without bf16 kernels, as on AVX2) runs them on its bf16
+    // tensors as they are; where the bf16 route exists, an f32 one would only add conversions.
+    if (compute != s.dtype && onednn_has_bf16_kernels())
         throw Error(Status::unsupported, "the depthwise kernels compute in the problem's own data type");
-    const dt type = onednn_type(compute);
-    plan.impl = "libdeconv_dw:avx512_core";
+    plan.compute = s.dtype;
+    const dt type = onednn_type(s.dtype);
+    plan.impl = std::string("libdeconv_dw:") + (pass == Pass::backward_weights ? DepthwiseBackwardWeights::isa() : "avx512_core");
     auto channels_last = [&](const memory::desc &user) {
         return memory::desc(user.dims(), type, plain_data_tag(user.dims().size(), true));
     };
@@ -204,7 +211,8 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
         // Built under the plan's SingleThreaded scope (descriptors.cpp), as a primitive is.
         const int threads = std::max(1, omp_get_max_threads());
         if (channels_first && !DepthwisePlaneWeights::supports(shape_of(p)))
-            throw Error(Status::unsupported, "the depthwise weight gradient's planes would be too large");
+            throw Error(Status::unsupported,
+                    "the depthwise weight gradient on channels-first planes needs AVX-512 and planes of modest size");
         if (channels_first) {
             auto kernel = std::make_shared<const WeightGradientKernel<DepthwisePlaneWeights>>(
                     DepthwisePlaneWeights(shape_of(p)), threads);

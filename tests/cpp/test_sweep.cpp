@@ -142,7 +142,7 @@ int subpixel_forwards = 0, subpixel_weight_gradients = 0;
 bool subpixel_on_amx = false;
 // Forward and data-gradient passes that ran as the library's own depthwise kernels
 // (impl/depthwise_formulation.hpp).
-int depthwise_forwards = 0, depthwise_data_gradients = 0;
+int depthwise_forwards = 0, depthwise_data_gradients = 0, depthwise_weight_gradients = 0;
 
 bool pinned_to(const char* formulation) {
     const char* pinned = std::getenv("DECONV_FORMULATION");
@@ -180,6 +180,7 @@ void run_case(int index, const Problem& p, deconv_dtype dt, deconv_layout l, std
     subpixel_weight_gradients += std::string(train.impl(DECONV_PASS_BACKWARD_WEIGHTS)).rfind("subpixel:", 0) == 0;
     depthwise_forwards += forward_impl.rfind("libdeconv_dw:", 0) == 0;
     depthwise_data_gradients += std::string(train.impl(DECONV_PASS_BACKWARD_DATA)).rfind("libdeconv_dw:", 0) == 0;
+    depthwise_weight_gradients += std::string(train.impl(DECONV_PASS_BACKWARD_WEIGHTS)).rfind("libdeconv_dw:", 0) == 0;
 
     // Forward, on an inference handle half of the time. Requests in a random order, so that
     // the state left by one call cannot make the next look right.
@@ -239,6 +240,7 @@ class Sweep : public ::testing::TestWithParam<int> {};
 TEST_P(Sweep, AllPassesAllRequests) {
     const int subpixel_before = subpixel_forwards, gradients_before = subpixel_weight_gradients;
     const int depthwise_before = depthwise_forwards, data_gradients_before = depthwise_data_gradients;
+    const int weight_gradients_before = depthwise_weight_gradients;
     for (int i = GetParam() * kPerShard; i < (GetParam() + 1) * kPerShard; ++i) {
         std::mt19937_64 rng(kSeed + i);
         const Problem p = random_problem(rng);
@@ -256,10 +258,14 @@ TEST_P(Sweep, AllPassesAllRequests) {
         }
     }
     // Pinned, every depthwise problem's forward pass (a quarter of the cases) runs it where the
-    // CPU has AVX-512, and its data gradient in the data type run on channels-first data.
+    // CPU has AVX-512, and its data gradient in the data type run on channels-first data; its
+    // weight gradient on AVX2 too (channels-last copies, unless channels-first planes are pinned).
     if (pinned_to("depthwise") && __builtin_cpu_supports("avx512bw")) {
         EXPECT_GT(depthwise_forwards - depthwise_before, 0);
         EXPECT_GT(depthwise_data_gradients - data_gradients_before, 0);
+    }
+    if (pinned_to("depthwise") && (__builtin_cpu_supports("avx512bw") || __builtin_cpu_supports("avx2"))) {
+        EXPECT_GT(depthwise_weight_gradients - weight_gradients_before, 0);
     }
 }
 
