@@ -211,8 +211,7 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
         // Built under the plan's SingleThreaded scope (descriptors.cpp), as a primitive is.
         const int threads = std::max(1, omp_get_max_threads());
         if (channels_first && !DepthwisePlaneWeights::supports(shape_of(p)))
-            throw Error(Status::unsupported,
-                    "the depthwise weight gradient on channels-first planes needs AVX-512 and planes of modest size");
+            throw Error(Status::unsupported, "the depthwise weight gradient's planes would be too large");
         if (channels_first) {
             auto kernel = std::make_shared<const WeightGradientKernel<DepthwisePlaneWeights>>(
                     DepthwisePlaneWeights(shape_of(p)), threads);

@@ -19,7 +19,7 @@ using commit_kernels::load_masked;
 // masks leave zeros past the row's end, so the vectors write zeros past each phase's values);
 // others value by value.
 template <typename T>
-LIBDECONV_AVX512 void split_row(const T *row, int64_t width, int64_t stride, int64_t lead, int64_t row_width,
+LIBDECONV_AVX512 void split_row_avx512(const T *row, int64_t width, int64_t stride, int64_t lead, int64_t row_width,
         float *to) {
     if (stride == 1) {
         for (int64_t x = 0; x < width; x += 16) _mm512_storeu_ps(to + lead + x, load_masked(row + x, first_lanes(width - x)));
@@ -44,6 +44,33 @@ LIBDECONV_AVX512 void split_row(const T *row, int64_t width, int64_t stride, int
             _mm512_storeu_ps(to + row_width + lead + m, _mm512_permutex2var_ps(o01, even, o23));
             _mm512_storeu_ps(to + 2 * row_width + lead + m, _mm512_permutex2var_ps(e01, odd, e23));
             _mm512_storeu_ps(to + 3 * row_width + lead + m, _mm512_permutex2var_ps(o01, odd, o23));
+        }
+    } else {
+        for (int64_t r = 0; r < stride; ++r) {
+            float *phase = to + r * row_width + lead;
+            int64_t m = 0;
+            for (int64_t x = r; x < width; x += stride) phase[m++] = commit_kernels::load(row, x);
+        }
+    }
+}
+
+// The same on AVX2: stride 1 by vectors of 8, stride 2 by two loads, a shuffle and a
+// permutation per 8 values of each phase, others value by value.
+template <typename T>
+LIBDECONV_AVX2 void split_row_avx2(const T *row, int64_t width, int64_t stride, int64_t lead, int64_t row_width,
+        float *to) {
+    using commit_kernels::load8;
+    if (stride == 1) {
+        for (int64_t x = 0; x < width; x += 8) _mm256_storeu_ps(to + lead + x, load8(row + x, width - x));
+    } else if (stride == 2) {
+        for (int64_t m = 0; 2 * m < width; m += 8) {
+            const __m256 lo = load8(row + 2 * m, width - 2 * m), hi = load8(row + 2 * m + 8, width - 2 * m - 8);
+            // (lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6) -> (lo0 lo2 lo4 lo6 hi0 hi2 hi4 hi6), odd alike
+            const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+            const __m256 odd = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+            _mm256_storeu_ps(to + lead + m, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xd8)));
+            _mm256_storeu_ps(to + row_width + lead + m,
+                    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xd8)));
         }
     } else {
         for (int64_t r = 0; r < stride; ++r) {
@@ -91,7 +118,13 @@ template <typename T>
 void PhasePlanes::split(const T *plane, float *buffer) const {
     const DepthwiseShape &d = shape_;
     const int64_t rows = d.out[0] * d.out[1];
-    for (int64_t r = 0; r < rows; ++r) split_row(plane + r * d.out[2], d.out[2], d.stride[2], lead_, row_width_, buffer + r * row_floats());
+    const bool avx512 = has_avx512();
+    for (int64_t r = 0; r < rows; ++r) {
+        if (avx512)
+            split_row_avx512(plane + r * d.out[2], d.out[2], d.stride[2], lead_, row_width_, buffer + r * row_floats());
+        else
+            split_row_avx2(plane + r * d.out[2], d.out[2], d.stride[2], lead_, row_width_, buffer + r * row_floats());
+    }
 }
 
 int PhasePlanes::row_taps(const float *buffer, int64_t iz, int64_t iy, RowTap *taps) const {

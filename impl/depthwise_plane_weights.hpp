@@ -17,7 +17,7 @@ namespace libdeconv {
 class DepthwisePlaneWeights {
 public:
     explicit DepthwisePlaneWeights(const DepthwiseShape &shape);
-    // AVX-512, and planes of modest size (PhasePlanes::fits).
+    // AVX-512 or AVX2 (with FMA), and planes of modest size (PhasePlanes::fits).
     static bool supports(const DepthwiseShape &shape);
 
     // Bytes of the buffers and sums of a run on `threads` threads.
@@ -32,6 +32,10 @@ public:
             int threads) const;
 
 private:
+    template <typename Isa, typename T>
+    void run_with(const T *src, const T *diff_dst, const DepthwiseBackwardWeights::Gradients &out, void *scratch,
+            int threads) const;
+
     DepthwiseShape shape_;
     PhasePlanes planes_;
 };

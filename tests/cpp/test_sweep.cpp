@@ -259,7 +259,7 @@ TEST_P(Sweep, AllPassesAllRequests) {
     }
     // Pinned, every depthwise problem's forward pass (a quarter of the cases) runs it where the
     // CPU has AVX-512, and its data gradient in the data type run on channels-first data; its
-    // weight gradient on AVX2 too (channels-last copies, unless channels-first planes are pinned).
+    // weight gradient on AVX2 too.
     if (pinned_to("depthwise") && __builtin_cpu_supports("avx512bw")) {
         EXPECT_GT(depthwise_forwards - depthwise_before, 0);
         EXPECT_GT(depthwise_data_gradients - data_gradients_before, 0);
