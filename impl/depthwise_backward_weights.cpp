@@ -37,7 +37,6 @@ struct RowPair {
 // vectors otherwise).
 struct Avx512 {
     static constexpr int kLanes = 16, kMaxColumns = 16, kMaxSums = 24;
-    static constexpr const char *kName = "avx512_core";
 
     template <int K, int G, typename T>
     LIBDECONV_AVX512 static void row_pair(const RowPair &r, const T *src_row, const T *dd_row, float *partial,
@@ -94,7 +93,6 @@ struct Avx512 {
 // AVX2 (with FMA): 16 registers, so fewer sums at once.
 struct Avx2 {
     static constexpr int kLanes = 8, kMaxColumns = 8, kMaxSums = 12;
-    static constexpr const char *kName = "avx2";
 
     template <int K, int G, typename T>
     LIBDECONV_AVX2 static void row_pair(const RowPair &r, const T *src_row, const T *dd_row, float *partial,
@@ -216,8 +214,6 @@ size_t DepthwiseBackwardWeights::scratch_bytes(int threads) const {
 }
 
 bool DepthwiseBackwardWeights::supports() { return has_avx512() || has_avx2(); }
-
-const char *DepthwiseBackwardWeights::isa() { return has_avx512() ? Avx512::kName : Avx2::kName; }
 
 template <typename T>
 void DepthwiseBackwardWeights::run(const T *src, const T *diff_dst, const Gradients &out, void *scratch,

@@ -22,8 +22,6 @@ public:
     // AVX-512, or AVX2 with FMA (the same algorithm on 8 lanes; oneDNN 2.6 there runs bilinear.dw
     // f32 as a gemm or a grouped convolution in 17-43 ms).
     static bool supports();
-    // The instruction set it runs on: "avx512_core" or "avx2".
-    static const char *isa();
 
     // Bytes of the partial gradients a run on `threads` threads sums into.
     size_t scratch_bytes(int threads) const;

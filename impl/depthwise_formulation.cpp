@@ -1,5 +1,6 @@
 #include "depthwise_formulation.hpp"
 
+#include "cpu_features.hpp"
 #include "depthwise_backward_data.hpp"
 #include "depthwise_backward_weights.hpp"
 #include "depthwise_forward.hpp"
@@ -190,7 +191,7 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
         throw Error(Status::unsupported, "the depthwise kernels compute in the problem's own data type");
     plan.compute = s.dtype;
     const dt type = onednn_type(s.dtype);
-    plan.impl = std::string("libdeconv_dw:") + (pass == Pass::backward_weights ? DepthwiseBackwardWeights::isa() : "avx512_core");
+    plan.impl = std::string("libdeconv_dw:") + (has_avx512() ? "avx512_core" : "avx2");
     auto channels_last = [&](const memory::desc &user) {
         return memory::desc(user.dims(), type, plain_data_tag(user.dims().size(), true));
     };

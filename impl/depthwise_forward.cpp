@@ -10,7 +10,10 @@
 namespace libdeconv {
 namespace {
 
+using commit_kernels::first_lanes;
+using commit_kernels::load8;
 using commit_kernels::load_masked;
+using commit_kernels::store8;
 using commit_kernels::store_masked;
 
 // What the accumulators start from: the bias (or zero), and for an add request the output too.
@@ -18,14 +21,6 @@ struct Start {
     const float *bias; // of all channels; nullptr: zero
     bool add;
 };
-
-LIBDECONV_AVX512 inline __m512 bias16(const float *bias, __mmask16 m) {
-    return bias ? load_masked(bias, m) : _mm512_setzero_ps();
-}
-template <typename T>
-LIBDECONV_AVX512 inline __m512 start16(bool add, const T *out, __m512 bias, __mmask16 m) {
-    return add ? _mm512_add_ps(load_masked(out, m), bias) : bias;
-}
 
 // Columns of one output row and phase that read the same taps (all of them in the interior;
 // an edge column the taps inside the input), as offsets from channel 0.
@@ -39,73 +34,202 @@ struct Columns {
     int64_t out_step, src_step, count;
 };
 
-// The columns for `groups` vectors of 16 channels from `first_channel`, G of them at a time:
-// the taps' weights held in registers (NT x G of them, known at compile time) across the
+// A column whose taps do not fit the arrays of output_row (kernels of more than kMaxTaps taps
+// per column): each tap checked against the input's width.
+struct RowTap {
+    int64_t src_row; // element offset of the input row (n, iz, iy, 0, 0)
+    int64_t weights; // tap index of (kd, kh, 0)
+};
+template <typename T>
+struct TapByTap {
+    const DepthwiseShape &d;
+    const DepthwiseForward::Phase &phase;
+    const RowTap *rows;
+    int nr;
+    const T *src;
+    const float *weights;
+    const Start &s;
+    T *out_row;
+};
+
+// The vector kernels of one instruction set: kLanes channels a vector, the taps' weights in
+// registers for up to kMaxRegisterTaps taps (kMaxPairedTaps with two vectors of channels at a
+// time: twice the weights), with room for the accumulators and a load. `valid` is the number of
+// channels of the last, partial vector (whole vectors where Full).
+//
+// columns: the columns for `groups` vectors of channels from `first_channel`, G of them at a
+// time: the taps' weights held in registers (NT x G of them, known at compile time) across the
 // columns. A full vector of channels (Full), the add request and the bf16 conversion (Native,
 // as commit_kernels::store_by) are constants here, not branches at every column. The channel
 // groups run inside, so the per-row work (taps, edges) is done once for all of them: with a
 // call per 16 channels, mobile.dw's 144 channels spent more time there than in the arithmetic.
-// Two groups at a time write 32 channels of a pixel together: a whole cache line in bf16.
-template <int NT, int G, bool Full, bool Add, bool Native, typename T>
-LIBDECONV_AVX512 void columns(const Columns<T> &j, const float *bias, int64_t first_channel, int64_t groups,
-        __mmask16 mask) {
-    static_assert(G == 1 || Full, "vectors of channels in pairs are whole");
-    const __mmask16 m = Full ? 0xffff : mask;
-    for (int64_t g = 0; g + G <= groups; g += G) {
-        const int64_t c = first_channel + 16 * g;
-        __m512 w[G][NT > 0 ? NT : 1], b[G];
-        int64_t off[NT > 0 ? NT : 1];
-        for (int t = 0; t < NT; ++t) off[t] = j.src_offsets[t] + c;
-        for (int h = 0; h < G; ++h) {
-            for (int t = 0; t < NT; ++t) w[h][t] = load_masked(j.weights[t] + c + 16 * h, m);
-            b[h] = bias16(bias ? bias + c + 16 * h : nullptr, m);
-        }
-        const T *src = j.src;
-        T *out = j.out + c;
-        for (int64_t q = 0; q < j.count; ++q, src += j.src_step, out += j.out_step) {
-            __m512 acc[G];
-            for (int h = 0; h < G; ++h) {
-                acc[h] = start16(Add, out + 16 * h, b[h], m);
-                for (int t = 0; t < NT; ++t)
-                    acc[h] = _mm512_fmadd_ps(load_masked(src + off[t] + 16 * h, m), w[h][t], acc[h]);
-            }
-            for (int h = 0; h < G; ++h) commit_kernels::store_by<Native>(out + 16 * h, m, acc[h]);
-        }
-    }
-}
+// Two groups at a time write two vectors of a pixel together (a whole cache line in bf16 on
+// AVX-512, in f32 on AVX2).
+// columns_any: the same for more taps than registers hold, the weights read from memory at
+// every column. column_tap_by_tap: one column of TapByTap, channels [c, c + valid).
+struct Avx512 {
+    static constexpr int kLanes = 16, kMaxRegisterTaps = 16, kMaxPairedTaps = 8;
+    static bool native_bf16() { return commit_kernels::has_avx512_bf16(); }
 
-// The same for more taps than registers hold, the weights read from memory at every column.
-template <bool Add, typename T>
-LIBDECONV_AVX512 void columns_any(const Columns<T> &j, const float *bias, int64_t first_channel, int64_t groups,
-        __mmask16 m) {
-    for (int64_t g = 0; g < groups; ++g) {
-        const int64_t c = first_channel + 16 * g;
-        const __m512 b = bias16(bias ? bias + c : nullptr, m);
-        const T *src = j.src + c;
-        T *out = j.out + c;
-        for (int64_t q = 0; q < j.count; ++q, src += j.src_step, out += j.out_step) {
-            __m512 acc = start16(Add, out, b, m);
-            for (int t = 0; t < j.nt; ++t)
-                acc = _mm512_fmadd_ps(load_masked(src + j.src_offsets[t], m), load_masked(j.weights[t] + c, m), acc);
-            store_masked(out, m, acc);
+    LIBDECONV_AVX512 static __m512 bias_vector(const float *bias, __mmask16 m) {
+        return bias ? load_masked(bias, m) : _mm512_setzero_ps();
+    }
+    template <typename T>
+    LIBDECONV_AVX512 static __m512 start(bool add, const T *out, __m512 bias, __mmask16 m) {
+        return add ? _mm512_add_ps(load_masked(out, m), bias) : bias;
+    }
+
+    template <int NT, int G, bool Full, bool Add, bool Native, typename T>
+    LIBDECONV_AVX512 static void columns(const Columns<T> &j, const float *bias, int64_t first_channel, int64_t groups,
+            int64_t valid) {
+        static_assert(G == 1 || Full, "vectors of channels in pairs are whole");
+        const __mmask16 m = Full ? 0xffff : first_lanes(valid);
+        for (int64_t g = 0; g + G <= groups; g += G) {
+            const int64_t c = first_channel + 16 * g;
+            __m512 w[G][NT > 0 ? NT : 1], b[G];
+            int64_t off[NT > 0 ? NT : 1];
+            for (int t = 0; t < NT; ++t) off[t] = j.src_offsets[t] + c;
+            for (int h = 0; h < G; ++h) {
+                for (int t = 0; t < NT; ++t) w[h][t] = load_masked(j.weights[t] + c + 16 * h, m);
+                b[h] = bias_vector(bias ? bias + c + 16 * h : nullptr, m);
+            }
+            const T *src = j.src;
+            T *out = j.out + c;
+            for (int64_t q = 0; q < j.count; ++q, src += j.src_step, out += j.out_step) {
+                __m512 acc[G];
+                for (int h = 0; h < G; ++h) {
+                    acc[h] = start(Add, out + 16 * h, b[h], m);
+                    for (int t = 0; t < NT; ++t)
+                        acc[h] = _mm512_fmadd_ps(load_masked(src + off[t] + 16 * h, m), w[h][t], acc[h]);
+                }
+                for (int h = 0; h < G; ++h) commit_kernels::store_by<Native>(out + 16 * h, m, acc[h]);
+            }
         }
     }
-}
+
+    template <bool Add, typename T>
+    LIBDECONV_AVX512 static void columns_any(const Columns<T> &j, const float *bias, int64_t first_channel,
+            int64_t groups, int64_t valid) {
+        const __mmask16 m = first_lanes(valid);
+        for (int64_t g = 0; g < groups; ++g) {
+            const int64_t c = first_channel + 16 * g;
+            const __m512 b = bias_vector(bias ? bias + c : nullptr, m);
+            const T *src = j.src + c;
+            T *out = j.out + c;
+            for (int64_t q = 0; q < j.count; ++q, src += j.src_step, out += j.out_step) {
+                __m512 acc = start(Add, out, b, m);
+                for (int t = 0; t < j.nt; ++t)
+                    acc = _mm512_fmadd_ps(load_masked(src + j.src_offsets[t], m), load_masked(j.weights[t] + c, m), acc);
+                store_masked(out, m, acc);
+            }
+        }
+    }
+
+    template <typename T>
+    LIBDECONV_AVX512 static void column_tap_by_tap(const TapByTap<T> &k, int64_t c, int64_t valid, int64_t q, int64_t r) {
+        const DepthwiseShape &d = k.d;
+        const int64_t C = d.channels;
+        const __mmask16 m = first_lanes(valid);
+        T *out = k.out_row + (q * d.stride[2] + r) * C + c;
+        __m512 acc = start(k.s.add, out, bias_vector(k.s.bias ? k.s.bias + c : nullptr, m), m);
+        for (int j = 0; j < k.nr; ++j)
+            for (const auto &tap : k.phase.taps) {
+                const int64_t ix = q + tap.offset;
+                if (ix < 0 || ix >= d.in[2]) continue;
+                acc = _mm512_fmadd_ps(load_masked(k.src + k.rows[j].src_row + ix * C + c, m),
+                        load_masked(k.weights + (k.rows[j].weights + tap.kw) * C + c, m), acc);
+            }
+        store_masked(out, m, acc);
+    }
+};
+
+// AVX2 (with FMA): 16 registers, so fewer taps in them; bf16 rounded in integers.
+struct Avx2 {
+    static constexpr int kLanes = 8, kMaxRegisterTaps = 12, kMaxPairedTaps = 6;
+    static bool native_bf16() { return false; }
+
+    LIBDECONV_AVX2 static __m256 bias_vector(const float *bias, int64_t n) {
+        return bias ? load8(bias, n) : _mm256_setzero_ps();
+    }
+    template <typename T>
+    LIBDECONV_AVX2 static __m256 start(bool add, const T *out, __m256 bias, int64_t n) {
+        return add ? _mm256_add_ps(load8(out, n), bias) : bias;
+    }
+
+    template <int NT, int G, bool Full, bool Add, bool Native, typename T>
+    LIBDECONV_AVX2 static void columns(const Columns<T> &j, const float *bias, int64_t first_channel, int64_t groups,
+            int64_t valid) {
+        static_assert(G == 1 || Full, "vectors of channels in pairs are whole");
+        const int64_t n = Full ? 8 : valid;
+        for (int64_t g = 0; g + G <= groups; g += G) {
+            const int64_t c = first_channel + 8 * g;
+            __m256 w[G][NT > 0 ? NT : 1], b[G];
+            int64_t off[NT > 0 ? NT : 1];
+            for (int t = 0; t < NT; ++t) off[t] = j.src_offsets[t] + c;
+            for (int h = 0; h < G; ++h) {
+                for (int t = 0; t < NT; ++t) w[h][t] = load8(j.weights[t] + c + 8 * h, n);
+                b[h] = bias_vector(bias ? bias + c + 8 * h : nullptr, n);
+            }
+            const T *src = j.src;
+            T *out = j.out + c;
+            for (int64_t q = 0; q < j.count; ++q, src += j.src_step, out += j.out_step) {
+                __m256 acc[G];
+                for (int h = 0; h < G; ++h) {
+                    acc[h] = start(Add, out + 8 * h, b[h], n);
+                    for (int t = 0; t < NT; ++t) acc[h] = _mm256_fmadd_ps(load8(src + off[t] + 8 * h, n), w[h][t], acc[h]);
+                }
+                for (int h = 0; h < G; ++h) store8(out + 8 * h, n, acc[h]);
+            }
+        }
+    }
+
+    template <bool Add, typename T>
+    LIBDECONV_AVX2 static void columns_any(const Columns<T> &j, const float *bias, int64_t first_channel,
+            int64_t groups, int64_t valid) {
+        for (int64_t g = 0; g < groups; ++g) {
+            const int64_t c = first_channel + 8 * g;
+            const __m256 b = bias_vector(bias ? bias + c : nullptr, valid);
+            const T *src = j.src + c;
+            T *out = j.out + c;
+            for (int64_t q = 0; q < j.count; ++q, src += j.src_step, out += j.out_step) {
+                __m256 acc = start(Add, out, b, valid);
+                for (int t = 0; t < j.nt; ++t)
+                    acc = _mm256_fmadd_ps(load8(src + j.src_offsets[t], valid), load8(j.weights[t] + c, valid), acc);
+                store8(out, valid, acc);
+            }
+        }
+    }
+
+    template <typename T>
+    LIBDECONV_AVX2 static void column_tap_by_tap(const TapByTap<T> &k, int64_t c, int64_t valid, int64_t q, int64_t r) {
+        const DepthwiseShape &d = k.d;
+        const int64_t C = d.channels;
+        T *out = k.out_row + (q * d.stride[2] + r) * C + c;
+        __m256 acc = start(k.s.add, out, bias_vector(k.s.bias ? k.s.bias + c : nullptr, valid), valid);
+        for (int j = 0; j < k.nr; ++j)
+            for (const auto &tap : k.phase.taps) {
+                const int64_t ix = q + tap.offset;
+                if (ix < 0 || ix >= d.in[2]) continue;
+                acc = _mm256_fmadd_ps(load8(k.src + k.rows[j].src_row + ix * C + c, valid),
+                        load8(k.weights + (k.rows[j].weights + tap.kw) * C + c, valid), acc);
+            }
+        store8(out, valid, acc);
+    }
+};
 
 template <typename T>
-using ColumnKernel = void (*)(const Columns<T> &, const float *, int64_t, int64_t, __mmask16);
+using ColumnKernel = void (*)(const Columns<T> &, const float *, int64_t, int64_t, int64_t);
 
 // Taps of one output column handled in one piece (DepthwiseForward::supports bounds the
 // kernel's rows by it; columns beyond it are computed tap by tap).
 constexpr int kMaxTaps = 64;
-constexpr int kMaxRegisterTaps = 16; // weights in registers, with room for the accumulator and a load
-constexpr int kMaxPairedTaps = 8;    // two vectors of channels at a time: twice the weights
 
 // The kernels of one run (data type and add request), by number of taps, for pairs of whole
 // vectors of channels, single ones and the last, partial one.
-template <typename T>
+template <typename Isa, typename T>
 struct ColumnKernels {
-    ColumnKernel<T> pairs[kMaxPairedTaps + 1], full[kMaxRegisterTaps + 1], partial[kMaxRegisterTaps + 1];
+    ColumnKernel<T> pairs[Isa::kMaxPairedTaps + 1], full[Isa::kMaxRegisterTaps + 1],
+            partial[Isa::kMaxRegisterTaps + 1];
     ColumnKernel<T> any; // more taps
 
     explicit ColumnKernels(bool add) {
@@ -119,72 +243,48 @@ private:
     template <bool Add>
     void choose() {
         bool native = false;
-        if constexpr (std::is_same_v<T, uint16_t>) native = commit_kernels::has_avx512_bf16();
+        if constexpr (std::is_same_v<T, uint16_t>) native = Isa::native_bf16();
         if (native)
             fill<Add, true>();
         else
             fill<Add, false>();
-        any = &columns_any<Add, T>;
+        any = &Isa::template columns_any<Add, T>;
     }
     template <bool Add, bool Native>
     void fill() {
-        fill<2, true, Add, Native>(pairs, std::make_integer_sequence<int, kMaxPairedTaps + 1>{});
-        fill<1, true, Add, Native>(full, std::make_integer_sequence<int, kMaxRegisterTaps + 1>{});
-        fill<1, false, Add, Native>(partial, std::make_integer_sequence<int, kMaxRegisterTaps + 1>{});
+        fill<2, true, Add, Native>(pairs, std::make_integer_sequence<int, Isa::kMaxPairedTaps + 1>{});
+        fill<1, true, Add, Native>(full, std::make_integer_sequence<int, Isa::kMaxRegisterTaps + 1>{});
+        fill<1, false, Add, Native>(partial, std::make_integer_sequence<int, Isa::kMaxRegisterTaps + 1>{});
     }
     template <int G, bool Full, bool Add, bool Native, int... N>
     static void fill(ColumnKernel<T> *table, std::integer_sequence<int, N...>) {
-        const ColumnKernel<T> kernels[] = {&columns<N, G, Full, Add, Native, T>...};
+        const ColumnKernel<T> kernels[] = {&Isa::template columns<N, G, Full, Add, Native, T>...};
         std::copy(std::begin(kernels), std::end(kernels), table);
     }
 };
 
 // Every channel of the columns `j`.
-template <typename T>
-void all_channels(const ColumnKernels<T> &k, const Columns<T> &j, int64_t C, const float *bias) {
-    int64_t groups = C / 16, first = 0;
-    const int64_t rest = C % 16;
-    const bool in_registers = j.nt <= kMaxRegisterTaps;
-    if (j.nt <= kMaxPairedTaps && groups >= 2) {
-        k.pairs[j.nt](j, bias, 0, groups, 0xffff);
-        first = groups / 2 * 32;
+template <typename Isa, typename T>
+void all_channels(const ColumnKernels<Isa, T> &k, const Columns<T> &j, int64_t C, const float *bias) {
+    constexpr int64_t L = Isa::kLanes;
+    int64_t groups = C / L, first = 0;
+    const int64_t rest = C % L;
+    const bool in_registers = j.nt <= Isa::kMaxRegisterTaps;
+    if (j.nt <= Isa::kMaxPairedTaps && groups >= 2) {
+        k.pairs[j.nt](j, bias, 0, groups, L);
+        first = groups / 2 * 2 * L;
         groups %= 2;
     }
-    if (groups > 0) (in_registers ? k.full[j.nt] : k.any)(j, bias, first, groups, 0xffff);
-    if (rest > 0)
-        (in_registers ? k.partial[j.nt] : k.any)(j, bias, C - rest, 1, static_cast<__mmask16>((1u << rest) - 1));
-}
-
-struct RowTap {
-    int64_t src_row; // element offset of the input row (n, iz, iy, 0, 0)
-    int64_t weights; // tap index of (kd, kh, 0)
-};
-
-// A column whose taps do not fit the arrays of output_row (kernels of more than kMaxTaps taps
-// per column): each tap checked against the input's width, 16 channels from `c`.
-template <typename T>
-LIBDECONV_AVX512 void column_tap_by_tap(const DepthwiseShape &d, const DepthwiseForward::Phase &phase,
-        const RowTap *rows, int nr, const T *src, const float *weights, const Start &s, T *out_row, int64_t c,
-        int64_t q, int64_t r, __mmask16 m) {
-    const int64_t C = d.channels;
-    T *out = out_row + (q * d.stride[2] + r) * C + c;
-    __m512 acc = start16(s.add, out, bias16(s.bias ? s.bias + c : nullptr, m), m);
-    for (int j = 0; j < nr; ++j)
-        for (const auto &tap : phase.taps) {
-            const int64_t ix = q + tap.offset;
-            if (ix < 0 || ix >= d.in[2]) continue;
-            acc = _mm512_fmadd_ps(load_masked(src + rows[j].src_row + ix * C + c, m),
-                    load_masked(weights + (rows[j].weights + tap.kw) * C + c, m), acc);
-        }
-    store_masked(out, m, acc);
+    if (groups > 0) (in_registers ? k.full[j.nt] : k.any)(j, bias, first, groups, L);
+    if (rest > 0) (in_registers ? k.partial[j.nt] : k.any)(j, bias, C - rest, 1, rest);
 }
 
 // One output row (n, od, oh), phase by phase: the columns in the input's interior in one call
 // of the kernels above, each edge column in one call with the taps inside the input.
-template <typename T>
-LIBDECONV_AVX512 void output_row(const DepthwiseShape &d, const std::vector<DepthwiseForward::Phase> &phases,
-        const RowTap *rows, int nr, const T *src, const float *weights, const Start &s, T *out_row,
-        const ColumnKernels<T> &kernels) {
+template <typename Isa, typename T>
+void output_row(const DepthwiseShape &d, const std::vector<DepthwiseForward::Phase> &phases, const RowTap *rows,
+        int nr, const T *src, const float *weights, const Start &s, T *out_row, const ColumnKernels<Isa, T> &kernels) {
+    constexpr int64_t L = Isa::kLanes;
     const int64_t C = d.channels, S = d.stride[2], OW = d.out[2];
     int64_t offsets[kMaxTaps];
     const float *tap_weights[kMaxTaps];
@@ -192,14 +292,9 @@ LIBDECONV_AVX512 void output_row(const DepthwiseShape &d, const std::vector<Dept
         const DepthwiseForward::Phase &phase = phases[r];
         const int64_t columns = (OW - 1 - r) / S + 1;
         if (nr * static_cast<int64_t>(phase.taps.size()) > kMaxTaps) {
-            for (int64_t q = 0; q < columns; ++q) {
-                int64_t c = 0;
-                for (; c + 16 <= C; c += 16)
-                    column_tap_by_tap(d, phase, rows, nr, src, weights, s, out_row, c, q, r, 0xffff);
-                if (c < C)
-                    column_tap_by_tap(d, phase, rows, nr, src, weights, s, out_row, c, q, r,
-                            static_cast<__mmask16>((1u << (C - c)) - 1));
-            }
+            const TapByTap<T> k{d, phase, rows, nr, src, weights, s, out_row};
+            for (int64_t q = 0; q < columns; ++q)
+                for (int64_t c = 0; c < C; c += L) Isa::column_tap_by_tap(k, c, std::min(L, C - c), q, r);
             continue;
         }
         // Columns [from, to) with the taps inside the input at column `from` (all of them in
@@ -257,17 +352,26 @@ DepthwiseForward::DepthwiseForward(const DepthwiseShape &shape) : shape_(shape) 
 }
 
 bool DepthwiseForward::supports(const DepthwiseShape &shape) {
-    return has_avx512() && shape.kernel[0] * shape.kernel[1] <= kMaxTaps && shape.stride[2] <= 64;
+    return (has_avx512() || has_avx2()) && shape.kernel[0] * shape.kernel[1] <= kMaxTaps && shape.stride[2] <= 64;
 }
 
 template <typename T>
-void DepthwiseForward::run(const T *src, const float *weights, const float *bias, T *dst, bool add, void *,
+void DepthwiseForward::run(const T *src, const float *weights, const float *bias, T *dst, bool add, void *scratch,
+        int threads) const {
+    if (has_avx512())
+        run_with<Avx512>(src, weights, bias, dst, add, scratch, threads);
+    else
+        run_with<Avx2>(src, weights, bias, dst, add, scratch, threads);
+}
+
+template <typename Isa, typename T>
+void DepthwiseForward::run_with(const T *src, const float *weights, const float *bias, T *dst, bool add, void *,
         int threads) const {
     const DepthwiseShape &d = shape_;
     const int64_t C = d.channels;
     const int64_t rows = d.batch * d.out[0] * d.out[1];
     const Start s{bias, add};
-    const ColumnKernels<T> kernels(add);
+    const ColumnKernels<Isa, T> kernels(add);
     in_parallel(threads > 1, [&] {
 #pragma omp for schedule(static)
         for (int64_t row = 0; row < rows; ++row) {

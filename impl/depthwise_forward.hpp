@@ -23,8 +23,8 @@ struct DepthwiseShape {
 class DepthwiseForward {
 public:
     explicit DepthwiseForward(const DepthwiseShape &shape);
-    // AVX-512, no more kernel rows (depth x height) than one column's taps take, and a width
-    // stride of at most 64 (one phase of output columns each).
+    // AVX-512 or AVX2 (with FMA), no more kernel rows (depth x height) than one column's taps
+    // take, and a width stride of at most 64 (one phase of output columns each).
     static bool supports(const DepthwiseShape &shape);
 
     // No buffers of its own: scratch_bytes() is 0 and run() takes a scratch pointer only to look
@@ -52,6 +52,10 @@ public:
     };
 
 private:
+    template <typename Isa, typename T>
+    void run_with(const T *src, const float *weights, const float *bias, T *dst, bool add, void *scratch,
+            int threads) const;
+
     DepthwiseShape shape_;
     std::vector<Phase> phases_; // one per residue of ox modulo the width's stride
 };

@@ -1,7 +1,7 @@
 // The library's own depthwise kernels on the shapes that take each of their paths. Forward
-// (impl/depthwise_forward.cpp): channel vectors in pairs (at most 8 taps a column), single and
-// partial vectors, more taps than registers hold (weights read from memory) and more than one
-// column's arrays hold (tap by tap); the random sweeps have at most 27 taps a column. Weight
+// (impl/depthwise_forward.cpp): channel vectors in pairs (at most 8 taps a column, 6 on AVX2),
+// single and partial vectors, more taps than registers hold (16, 12 on AVX2: weights read from
+// memory) and more than one column's arrays hold (tap by tap); the random sweeps have at most 27 taps a column. Weight
 // gradient (impl/depthwise_backward_weights.cpp): 1 to 8 channel vectors at once, more kernel
 // columns than one piece takes (16 on AVX-512, 8 on AVX2), edge columns on both sides. Data gradient of channels-first
 // data (impl/depthwise_backward_data.cpp): strides 1, 2 and wider (each sorts a row into its
@@ -73,11 +73,6 @@ naive::Problem problem_of(const DepthwiseCase &c) {
     return p;
 }
 
-bool pinned_to_the_kernel() {
-    const char *pinned = std::getenv("DECONV_FORMULATION");
-    return pinned && std::string(pinned) == "depthwise" && __builtin_cpu_supports("avx512bw");
-}
-
 // Pinned to the kernels and to a data layout, whether the forward and weight-gradient kernels on
 // channels-first planes run (rather than those on channels-last copies): with
 // DECONV_DATA_LAYOUT=channels_first on channels-first data. Without a layout pinned timing chooses.
@@ -86,12 +81,22 @@ bool on_planes(deconv_layout l) {
     return layout && std::string(layout) == "channels_first" && l == DECONV_CHANNELS_FIRST;
 }
 
-// The weight gradient's kernels run on AVX2 too.
-bool weight_gradient_pinned_to_the_kernel() {
+// Pinned to the kernels (DECONV_FORMULATION=depthwise), whether each pass must run on them:
+// every kernel with AVX-512; with AVX2 the weight gradient's and the forward pass on
+// channels-last data or copies (its planes and the data gradient's need AVX-512).
+bool pinned_to_the_kernels() {
     const char *pinned = std::getenv("DECONV_FORMULATION");
-    return pinned && std::string(pinned) == "depthwise"
-            && (__builtin_cpu_supports("avx512bw") || __builtin_cpu_supports("avx2"));
+    return pinned && std::string(pinned) == "depthwise";
 }
+bool with_avx512() { return __builtin_cpu_supports("avx512bw"); }
+bool with_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool forward_on_the_kernel(deconv_layout l) {
+    return pinned_to_the_kernels() && (with_avx512() || (with_avx2() && !on_planes(l)));
+}
+bool data_gradient_on_the_kernel(deconv_layout l) {
+    return pinned_to_the_kernels() && with_avx512() && l == DECONV_CHANNELS_FIRST;
+}
+bool weight_gradient_on_the_kernel() { return pinned_to_the_kernels() && (with_avx512() || with_avx2()); }
 
 class DepthwiseKernel : public ::testing::TestWithParam<DepthwiseCase> {};
 
@@ -109,7 +114,7 @@ TEST_P(DepthwiseKernel, ForwardMatchesTheReference) {
             Handle h(p, dt, l, DECONV_INFERENCE);
             ASSERT_TRUE(h.ok()) << h.error();
             SCOPED_TRACE(h.impl(DECONV_PASS_FORWARD));
-            if (pinned_to_the_kernel()) {
+            if (forward_on_the_kernel(l)) {
                 EXPECT_EQ(h.impl(DECONV_PASS_FORWARD).rfind("libdeconv_dw:", 0), 0u);
                 if (std::getenv("DECONV_DATA_LAYOUT")) {
                     EXPECT_EQ(h.impl(DECONV_PASS_FORWARD).find("on channels-first planes") != std::string::npos,
@@ -145,8 +150,8 @@ TEST_P(DepthwiseKernel, DataGradientMatchesTheReference) {
             Handle h(p, dt, l, DECONV_TRAINING);
             ASSERT_TRUE(h.ok()) << h.error();
             SCOPED_TRACE(h.impl(DECONV_PASS_BACKWARD_DATA));
-            if (pinned_to_the_kernel()) {
-                EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_DATA).rfind("libdeconv_dw:", 0) == 0, l == DECONV_CHANNELS_FIRST);
+            if (pinned_to_the_kernels() && with_avx512()) {
+                EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_DATA).rfind("libdeconv_dw:", 0) == 0, data_gradient_on_the_kernel(l));
             }
             Buffer bw(dt, w), bdd = harness::dst_buffer(p, dt, l, dd);
             for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD}) {
@@ -182,7 +187,7 @@ TEST_P(DepthwiseKernel, WeightGradientMatchesTheReference) {
             Handle h(p, dt, l, DECONV_TRAINING);
             ASSERT_TRUE(h.ok()) << h.error();
             SCOPED_TRACE(h.impl(DECONV_PASS_BACKWARD_WEIGHTS));
-            if (weight_gradient_pinned_to_the_kernel()) {
+            if (weight_gradient_on_the_kernel()) {
                 EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).rfind("libdeconv_dw:", 0), 0u);
                 if (std::getenv("DECONV_DATA_LAYOUT")) {
                     EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_WEIGHTS).find("on channels-first planes") != std::string::npos,
