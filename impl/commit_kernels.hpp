@@ -14,8 +14,10 @@
 
 #include <immintrin.h>
 
-// GCC 12 flags the "undefined" vectors inside its own AVX-512 intrinsics (a false positive).
+// GCC 12 flags the "undefined" vectors inside its own AVX-512 intrinsics (a false positive; as
+// maybe or as certainly uninitialized, depending on what it inlines where).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace libdeconv {
 namespace commit_kernels {

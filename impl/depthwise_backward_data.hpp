@@ -19,7 +19,7 @@ namespace libdeconv {
 class DepthwiseBackwardData {
 public:
     explicit DepthwiseBackwardData(const DepthwiseShape &shape);
-    // AVX-512, and planes of modest size (PhasePlanes::fits).
+    // AVX-512 or AVX2 (with FMA), and planes of modest size (PhasePlanes::fits).
     static bool supports(const DepthwiseShape &shape);
 
     // Bytes of the buffers of a run on `threads` threads.
@@ -32,6 +32,9 @@ public:
     void run(const T *diff_dst, const float *weights, T *diff_src, bool add, void *scratch, int threads) const;
 
 private:
+    template <typename Isa, typename T>
+    void run_with(const T *diff_dst, const float *weights, T *diff_src, bool add, void *scratch, int threads) const;
+
     DepthwiseShape shape_;
     PhasePlanes planes_;
 };

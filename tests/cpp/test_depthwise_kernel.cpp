@@ -1,16 +1,17 @@
 // The library's own depthwise kernels on the shapes that take each of their paths. Forward
 // (impl/depthwise_forward.cpp): channel vectors in pairs (at most 8 taps a column, 6 on AVX2),
 // single and partial vectors, more taps than registers hold (16, 12 on AVX2: weights read from
-// memory) and more than one column's arrays hold (tap by tap); the random sweeps have at most 27 taps a column. Weight
-// gradient (impl/depthwise_backward_weights.cpp): 1 to 8 channel vectors at once, more kernel
-// columns than one piece takes (16 on AVX-512, 8 on AVX2), edge columns on both sides. Data gradient of channels-first
-// data (impl/depthwise_backward_data.cpp): strides 1, 2 and wider (each sorts a row into its
-// phases another way), rows of results in pieces of 64 and a partial vector, taps before and
-// after a result's own column (zeros around the phases), dilation, adj; the weight gradient of
-// channels-first planes (impl/depthwise_plane_weights.cpp) on the same shapes, 1 to 24 kernel
-// columns (8 at a time on AVX-512, 6 on AVX2, then the rest), with DECONV_DATA_LAYOUT=channels_first. Pinned to the kernels
-// (DECONV_FORMULATION=depthwise, tests/cpp/CMakeLists.txt) each case must run on them; unpinned,
-// on whatever route timing picks.
+// memory) and more than one column's arrays hold (tap by tap); the random sweeps have at most 27
+// taps a column. Weight gradient (impl/depthwise_backward_weights.cpp): 1 to 8 channel vectors
+// at once, more kernel columns than one piece takes (16 on AVX-512, 8 on AVX2), edge columns on
+// both sides. Data gradient of channels-first data (impl/depthwise_backward_data.cpp): strides
+// 1, 2 and wider (each sorts a row into its phases another way), rows of results in pieces of
+// 64 and 1 to 7 vectors (AVX2) with a partial last one, taps before and after a result's own
+// column (zeros around the phases), dilation, adj; the weight gradient of channels-first planes
+// (impl/depthwise_plane_weights.cpp) on the same shapes, 1 to 24 kernel columns (8 at a time on
+// AVX-512, 6 on AVX2, then the rest), with DECONV_DATA_LAYOUT=channels_first. Pinned to the
+// kernels (DECONV_FORMULATION=depthwise, tests/cpp/CMakeLists.txt) each case must run on them
+// where the CPU has their instructions; unpinned, on whatever route timing picks.
 #include <deconv.h>
 #include <gtest/gtest.h>
 
@@ -82,8 +83,7 @@ bool on_planes(deconv_layout l) {
 }
 
 // Pinned to the kernels (DECONV_FORMULATION=depthwise), whether each pass must run on them:
-// every kernel with AVX-512; with AVX2 the weight gradient's and the forward pass on
-// channels-last data or copies (its planes and the data gradient's need AVX-512).
+// every kernel with AVX-512; with AVX2 all but the forward pass on channels-first planes.
 bool pinned_to_the_kernels() {
     const char *pinned = std::getenv("DECONV_FORMULATION");
     return pinned && std::string(pinned) == "depthwise";
@@ -94,7 +94,7 @@ bool forward_on_the_kernel(deconv_layout l) {
     return pinned_to_the_kernels() && (with_avx512() || (with_avx2() && !on_planes(l)));
 }
 bool data_gradient_on_the_kernel(deconv_layout l) {
-    return pinned_to_the_kernels() && with_avx512() && l == DECONV_CHANNELS_FIRST;
+    return pinned_to_the_kernels() && (with_avx512() || with_avx2()) && l == DECONV_CHANNELS_FIRST;
 }
 bool weight_gradient_on_the_kernel() { return pinned_to_the_kernels() && (with_avx512() || with_avx2()); }
 
@@ -150,7 +150,7 @@ TEST_P(DepthwiseKernel, DataGradientMatchesTheReference) {
             Handle h(p, dt, l, DECONV_TRAINING);
             ASSERT_TRUE(h.ok()) << h.error();
             SCOPED_TRACE(h.impl(DECONV_PASS_BACKWARD_DATA));
-            if (pinned_to_the_kernels() && with_avx512()) {
+            if (pinned_to_the_kernels() && (with_avx512() || with_avx2())) {
                 EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_DATA).rfind("libdeconv_dw:", 0) == 0, data_gradient_on_the_kernel(l));
             }
             Buffer bw(dt, w), bdd = harness::dst_buffer(p, dt, l, dd);
