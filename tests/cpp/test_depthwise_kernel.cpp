@@ -53,6 +53,7 @@ const DepthwiseCase kCases[] = {
         {"long_rows_1d_k8s4_c3", 1, 3, 42, 8, 4, 2, 1},   // stride 4: 2 x 64 outputs interleaved, then 40
         {"dilated_3d_k2d3s2_c3", 3, 3, 4, 2, 2, 1, 3, 1}, // depth and height taps outside the output
         {"wide_1d_k9s1_c70", 1, 70, 12, 9, 1, 4, 1},      // weight gradient on AVX2: 8 columns, then 1 on 8 vectors
+        {"stride3_1d_k3s3_c5", 1, 5, 20, 3, 3, 0, 1},     // forward planes, stride 3: 20 columns a phase (2 vectors)
 };
 
 void PrintTo(const DepthwiseCase &c, std::ostream *os) { *os << c.name; }
