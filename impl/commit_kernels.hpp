@@ -15,9 +15,11 @@
 #include <immintrin.h>
 
 // GCC 12 flags the "undefined" vectors inside its own AVX-512 intrinsics (a false positive; as
-// maybe or as certainly uninitialized, depending on what it inlines where).
+// maybe or as certainly uninitialized, depending on what it inlines where). Clang does not.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 namespace libdeconv {
 namespace commit_kernels {
