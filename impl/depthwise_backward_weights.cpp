@@ -31,8 +31,8 @@ struct RowPair {
     int64_t kw0;
 };
 
-// The vector kernels of one instruction set, by the same algorithm: Lanes channels a vector,
-// up to MaxColumns kernel columns and MaxSums sums in registers at once (with room for the
+// The vector kernels of one instruction set, by the same algorithm: kLanes channels a vector,
+// up to kMaxColumns kernel columns and kMaxSums sums in registers at once (with room for the
 // loads). `valid` is the number of channels of the last, partial vector (G == 1 only; whole
 // vectors otherwise).
 struct Avx512 {
