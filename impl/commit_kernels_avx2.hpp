@@ -76,6 +76,23 @@ LIBDECONV_AVX2 inline void store8_unchanged(Out *p, int64_t n, __m256 v) {
         store8(p, n, v);
 }
 
+// row[0, count) = values[0, count): whole cache lines of row non-temporally, the partial lines
+// at either end with plain stores (commit_kernels.hpp's stream_row on AVX2); see end_streaming.
+template <typename T>
+LIBDECONV_AVX2 void stream_row_avx2(T *row, const T *values, int64_t count) {
+    constexpr int64_t kLine = 64 / sizeof(T);
+    const uintptr_t address = reinterpret_cast<uintptr_t>(row);
+    int64_t i = address % sizeof(T) ? count : std::min<int64_t>(count, (64 - address % 64) % 64 / sizeof(T));
+    std::memcpy(row, values, i * sizeof(T));
+    for (; i + kLine <= count; i += kLine) {
+        auto *to = reinterpret_cast<__m256i *>(row + i);
+        const auto *from = reinterpret_cast<const __m256i *>(values + i);
+        _mm256_stream_si256(to, _mm256_loadu_si256(from));
+        _mm256_stream_si256(to + 1, _mm256_loadu_si256(from + 1));
+    }
+    std::memcpy(row + i, values + i, (count - i) * sizeof(T));
+}
+
 // r[i] row i of an 8x8 matrix -> r[i] column i.
 LIBDECONV_AVX2 inline void transpose8(__m256 r[8]) {
     __m256 t[8], s[8];

@@ -244,7 +244,9 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
         plan.depthwise = kernel;
         plan.impl += " on channels-first planes";
     } else {
-        plan.depthwise = std::make_shared<const ForwardKernel<DepthwiseForward>>(DepthwiseForward(shape_of(p)), threads);
+        auto kernel = std::make_shared<const ForwardKernel<DepthwiseForward>>(DepthwiseForward(shape_of(p)), threads);
+        plan.scratchpad_bytes = kernel->scratch_bytes();
+        plan.depthwise = kernel;
     }
     add_role(plan, role::fwd_src, DNNL_ARG_SRC, false, src, channels_first ? src : channels_last(src));
     add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, weights,

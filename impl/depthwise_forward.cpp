@@ -70,6 +70,10 @@ struct TapByTap {
 struct Avx512 {
     static constexpr int kLanes = 16, kMaxRegisterTaps = 16, kMaxPairedTaps = 8;
     static bool native_bf16() { return commit_kernels::has_avx512_bf16(); }
+    template <typename T>
+    LIBDECONV_AVX512 static void stream_row(T *row, const T *values, int64_t count) {
+        commit_kernels::stream_row(row, values, count);
+    }
 
     LIBDECONV_AVX512 static __m512 bias_vector(const float *bias, __mmask16 m) {
         return bias ? load_masked(bias, m) : _mm512_setzero_ps();
@@ -147,6 +151,10 @@ struct Avx512 {
 struct Avx2 {
     static constexpr int kLanes = 8, kMaxRegisterTaps = 12, kMaxPairedTaps = 6;
     static bool native_bf16() { return false; }
+    template <typename T>
+    LIBDECONV_AVX2 static void stream_row(T *row, const T *values, int64_t count) {
+        commit_kernels::stream_row_avx2(row, values, count);
+    }
 
     LIBDECONV_AVX2 static __m256 bias_vector(const float *bias, int64_t n) {
         return bias ? load8(bias, n) : _mm256_setzero_ps();
@@ -332,7 +340,15 @@ void prefetch_row(const T *row, int64_t elements) {
 
 } // namespace
 
+// Rows staged for streaming (DepthwiseForward::scratch_bytes) up to this size: one stays in L2
+// from the kernel's stores to the copy's loads.
+constexpr int64_t kMaxStagedRowBytes = int64_t(256) << 10;
+
 DepthwiseForward::DepthwiseForward(const DepthwiseShape &shape) : shape_(shape) {
+    const int64_t row = shape.out[2] * shape.channels, rows = shape.batch * shape.out[0] * shape.out[1];
+    const int64_t row_bytes = row * int64_t(sizeof(float)); // f32, the larger element
+    if (row_bytes <= kMaxStagedRowBytes && commit_kernels::worth_streaming(rows * row_bytes))
+        staged_row_bytes_ = static_cast<size_t>(round_up(row_bytes, 64));
     const int64_t S = shape.stride[2], P = shape.pad[2], D = shape.dilate[2], K = shape.kernel[2];
     const int64_t IW = shape.in[2];
     phases_.resize(static_cast<size_t>(S));
@@ -365,16 +381,21 @@ void DepthwiseForward::run(const T *src, const float *weights, const float *bias
         run_with<Avx2>(src, weights, bias, dst, add, scratch, threads);
 }
 
+size_t DepthwiseForward::scratch_bytes(int threads) const { return static_cast<size_t>(threads) * staged_row_bytes_; }
+
 template <typename Isa, typename T>
-void DepthwiseForward::run_with(const T *src, const float *weights, const float *bias, T *dst, bool add, void *,
+void DepthwiseForward::run_with(const T *src, const float *weights, const float *bias, T *dst, bool add, void *scratch,
         int threads) const {
     const DepthwiseShape &d = shape_;
-    const int64_t C = d.channels;
+    const int64_t C = d.channels, row_elements = d.out[2] * C;
     const int64_t rows = d.batch * d.out[0] * d.out[1];
+    const bool stream = !add && staged_row_bytes_ && commit_kernels::worth_streaming(rows * row_elements * int64_t(sizeof(T)));
     const Start s{bias, add};
     const ColumnKernels<Isa, T> kernels(add);
     in_parallel(threads > 1, [&] {
-#pragma omp for schedule(static)
+        T *staged = stream ? reinterpret_cast<T *>(static_cast<char *>(scratch) + omp_get_thread_num() * staged_row_bytes_)
+                           : nullptr;
+#pragma omp for schedule(static) nowait
         for (int64_t row = 0; row < rows; ++row) {
             const int64_t oh = row % d.out[1], od = row / d.out[1] % d.out[0], n = row / (d.out[1] * d.out[0]);
             RowTap taps[kMaxTaps];
@@ -382,9 +403,12 @@ void DepthwiseForward::run_with(const T *src, const float *weights, const float 
             for_each_input_row(d, od, oh, [&](int64_t kd, int64_t kh, int64_t iz, int64_t iy) {
                 taps[nr++] = {((n * d.in[0] + iz) * d.in[1] + iy) * d.in[2] * C, (kd * d.kernel[1] + kh) * d.kernel[2]};
             });
-            if (add && row + 1 < rows) prefetch_row(dst + (row + 1) * d.out[2] * C, d.out[2] * C);
-            output_row(d, phases_, taps, nr, src, weights, s, dst + row * d.out[2] * C, kernels);
+            if (add && row + 1 < rows) prefetch_row(dst + (row + 1) * row_elements, row_elements);
+            T *out_row = dst + row * row_elements;
+            output_row(d, phases_, taps, nr, src, weights, s, staged ? staged : out_row, kernels);
+            if (staged) Isa::stream_row(out_row, staged, row_elements);
         }
+        commit_kernels::end_streaming(stream);
     }, threads);
 }
 

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -81,6 +83,66 @@ TEST_P(StreamedOutputs, ForwardAndBackwardDataMatchReference) {
     const Vec got_src = harness::from_layout(p, layout, diff_src.get(), p.in_channels, p.in_size);
     EXPECT_TRUE(harness::compare("diff_src", got_src, harness::expect_backward_data(p, w, dd), dt));
 }
+
+// The depthwise forward on channels-last data (impl/depthwise_forward.cpp) stages each row of a
+// written output of 4 MiB or more and streams it: 20 channels (a partial vector), rows of 128
+// pixels (whole cache lines) and of 127 (not), the same buffer offsets; written and added (an add
+// is not staged). Pinned to the kernel (DECONV_FORMULATION=depthwise) it must run there.
+using DepthwiseCase = std::tuple<deconv_dtype, Variant>;
+class StreamedDepthwiseRows : public ::testing::TestWithParam<DepthwiseCase> {};
+
+TEST_P(StreamedDepthwiseRows, ForwardMatchesReference) {
+    const auto [dt, variant] = GetParam();
+    const auto [bias, adj, offset_elements] = variant;
+    naive::Problem p;
+    p.batch = 8;
+    p.groups = p.in_channels = p.out_channels = 20;
+    p.in_size = {64, 64, 1};
+    p.kernel = {3, 3, 1};
+    p.stride = {2, 2, 1};
+    p.pad = {1, 1, 0};
+    p.adj = {adj, adj, 0};
+    p.bias = bias;
+    const size_t element = dt == DECONV_BF16 ? 2 : 4;
+    const int offset = offset_elements < 0 ? 16 : offset_elements * static_cast<int>(element);
+
+    std::mt19937_64 rng(20261207);
+    const Vec src = harness::random_values(rng, naive::src_elems(p), dt);
+    const Vec w = harness::random_values(rng, naive::weights_elems(p), dt);
+    const Vec b = bias ? harness::random_values(rng, p.out_channels, dt) : Vec{};
+    const Vec prior = harness::random_values(rng, naive::dst_elems(p), dt);
+    const auto out = naive::output_size(p);
+    ASSERT_GE(naive::dst_elems(p) * int64_t(element), int64_t(4) << 20);
+    const harness::Expected expected = harness::expect_forward(p, src, w, b, false);
+
+    harness::Handle h(p, dt, DECONV_CHANNELS_LAST, DECONV_INFERENCE);
+    ASSERT_TRUE(h.ok()) << h.error();
+    SCOPED_TRACE(h.impls());
+    const char *pinned = std::getenv("DECONV_FORMULATION");
+    const bool has_kernel = __builtin_cpu_supports("avx512bw") || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    if (pinned && std::string(pinned) == "depthwise" && has_kernel) {
+        EXPECT_EQ(h.impl(DECONV_PASS_FORWARD).rfind("libdeconv_dw:", 0), 0u);
+    }
+    harness::Buffer bs = harness::src_buffer(p, dt, DECONV_CHANNELS_LAST, src), bw(dt, w), bb(dt, b);
+    for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD}) {
+        SCOPED_TRACE(harness::req_str(r));
+        harness::Buffer dst(dt, static_cast<size_t>(naive::dst_elems(p)), offset);
+        if (r == DECONV_REQ_ADD)
+            dst.set(harness::to_layout(p, DECONV_CHANNELS_LAST, prior, p.out_channels, out));
+        else
+            dst.fill_sentinel();
+        ASSERT_EQ(deconv_forward(h.get(), bs.data(), bw.data(), bias ? bb.data() : nullptr, dst.data(), r), DECONV_OK)
+                << deconv_last_error();
+        EXPECT_TRUE(dst.guards_intact()) << "wrote outside dst";
+        const Vec got = harness::from_layout(p, DECONV_CHANNELS_LAST, dst.get(), p.out_channels, out);
+        EXPECT_TRUE(harness::compare("dst", got, expected, dt, r == DECONV_REQ_ADD ? &prior : nullptr));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StreamedDepthwiseRows,
+        ::testing::Combine(::testing::Values(DECONV_F32, DECONV_BF16),
+                ::testing::Values(Variant{true, 1, 0}, Variant{false, 1, -1}, Variant{true, 0, 1},
+                        Variant{false, 0, 0})));
 
 INSTANTIATE_TEST_SUITE_P(Cases, StreamedOutputs,
         ::testing::Combine(::testing::Values(DECONV_F32, DECONV_BF16),
