@@ -323,9 +323,10 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     if (formulation == Formulation::matrix_product && data_layout != DataLayout::any)
         throw Error(Status::unsupported, "the matmul formulation lays out its matrices itself");
     if (formulation == Formulation::depthwise && data_layout != DataLayout::any
-            && !(data_layout == DataLayout::channels_first && p.spec().layout == Layout::channels_first))
+            && !(data_layout == DataLayout::channels_first
+                    && (p.spec().layout == Layout::channels_first || pass == Pass::backward_data)))
         throw Error(Status::unsupported, "the depthwise kernels take channels-last copies or the caller's "
-                                         "channels-first data");
+                                         "channels-first data (the data gradient channels-first copies)");
     const dt type = onednn_type(compute);
     Plan plan;
     plan.id = new_plan_id();

@@ -258,8 +258,8 @@ TEST_P(Sweep, AllPassesAllRequests) {
         }
     }
     // Pinned, every depthwise problem's forward pass (a quarter of the cases) runs it where the
-    // CPU has AVX-512 or AVX2 (on AVX2 not on channels-first planes), its data gradient in the
-    // data type run on channels-first data, and its weight gradient.
+    // CPU has AVX-512 or AVX2 (on AVX2 not on channels-first planes), its data gradient (on
+    // channels-first planes, channels-last data copied) and its weight gradient.
     if (pinned_to("depthwise") && (__builtin_cpu_supports("avx512bw") || __builtin_cpu_supports("avx2"))) {
         EXPECT_GT(depthwise_forwards - depthwise_before, 0);
         EXPECT_GT(depthwise_data_gradients - data_gradients_before, 0);
