@@ -68,9 +68,9 @@ struct Avx2 {
     }
 };
 
-// The last results of a row, `vectors` (fewer than kVectors) of them, by the kernel for exactly
-// that many.
-template <typename Isa, bool Add, typename T, int V = Isa::kVectors - 1>
+// The last results of a row, `vectors` (at most kVectors, the last one partial) of them, by the
+// kernel for exactly that many.
+template <typename Isa, bool Add, typename T, int V = Isa::kVectors>
 void last_results(const RowTap *rows, int nr, const int64_t *positions, int64_t kw_count, T *out, int64_t j0,
         int64_t vectors, typename Isa::Tail last) {
     if constexpr (V > 0) {

@@ -47,6 +47,7 @@ const DepthwiseCase kCases[] = {
         {"wide_k3s2_c130", 2, 130, 4, 3, 2, 1, 1},        // 8 vectors at once, then a partial one
         {"long_rows_1d_k4s2_c3", 1, 3, 150, 4, 2, 1, 1},  // data gradient: 2 x 64 results a row, then 22
         {"rows_of_64_1d_k3s1_c2", 1, 2, 64, 3, 1, 1, 1},  // exactly one piece of 64
+        {"rows_of_127_1d_k3s1_c3", 1, 3, 127, 3, 1, 1, 1}, // 64, then as many vectors as a piece, the last partial
         {"stride3_k5s3_adj2_c17", 2, 17, 7, 5, 3, 2, 1, 2}, // phases value by value; adj
         {"pad_beyond_k3s2_c5", 2, 5, 9, 3, 2, 2, 1, 1},   // taps a phase column before the result's
         {"unpadded_k4s4_c6", 2, 6, 5, 4, 4, 0, 1},        // every tap at or after it
