@@ -2,6 +2,7 @@
 
 #include "cpu_features.hpp"
 #include "depthwise_backward_data.hpp"
+#include "depthwise_backward_data_rows.hpp"
 #include "depthwise_backward_weights.hpp"
 #include "depthwise_forward.hpp"
 #include "depthwise_plane_forward.hpp"
@@ -119,6 +120,9 @@ private:
     int threads_;
 };
 
+// Kernel: DepthwiseBackwardDataRows on channels-last data, or DepthwiseBackwardData on
+// channels-first planes.
+template <typename Kernel>
 class DataGradientKernel final : public DepthwiseKernel {
 public:
     // On `threads` OpenMP threads: the plan's scratchpad holds their buffers.
@@ -137,7 +141,7 @@ public:
     }
 
 private:
-    DepthwiseBackwardData kernel_;
+    Kernel kernel_;
     int threads_;
 };
 
@@ -172,7 +176,8 @@ private:
 bool is_depthwise_candidate(const Problem &p, Pass pass) {
     const Spec &s = p.spec();
     if (s.groups == 1 || s.in_channels != s.groups || s.out_channels != s.groups) return false;
-    if (pass == Pass::backward_data) return DepthwiseBackwardData::supports(shape_of(p));
+    if (pass == Pass::backward_data)
+        return DepthwiseBackwardData::supports(shape_of(p)) || DepthwiseBackwardDataRows::supports(shape_of(p));
     if (pass == Pass::backward_weights) return DepthwiseBackwardWeights::supports();
     return DepthwiseForward::supports(shape_of(p));
 }
@@ -181,8 +186,6 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
     const Spec &s = p.spec();
     if (!is_depthwise_candidate(p, pass))
         throw Error(Status::unsupported, "the depthwise kernels do not compute this pass of this problem");
-    if (pass == Pass::backward_data && !channels_first)
-        throw Error(Status::unsupported, "the depthwise data gradient reads channels-first planes");
     // The kernels read the problem's own data type and compute in f32. A bf16 problem whose
     // routes all compute in f32 (oneDNN without bf16 kernels, as on AVX2) runs them on its bf16
     // tensors as they are; where the bf16 route exists, an f32 one would only add conversions.
@@ -201,16 +204,29 @@ void make_depthwise(Plan &plan, const Problem &p, Pass pass, DataType compute, b
     const memory::desc bias_f32({s.out_channels}, dt::f32, memory::format_tag::a);
     if (pass == Pass::backward_data) {
         // Built under the plan's SingleThreaded scope (descriptors.cpp), as a primitive is.
-        auto kernel = std::make_shared<const DataGradientKernel>(shape_of(p), std::max(1, omp_get_max_threads()));
-        plan.scratchpad_bytes = kernel->scratch_bytes();
-        plan.depthwise = kernel;
-        plan.impl += " on channels-first planes";
-        // Channels-last data in channels-first copies: timing weighs their transposes against
-        // oneDNN (which has no depthwise kernel of its own for 3D channels-last data: dw 3x3x3
-        // stride 2, 32 channels, 16^3 outputs on x64:gemm at 1.0 ms, on the planes 0.34).
-        add_role(plan, role::bwd_data_diff_dst, DNNL_ARG_DIFF_DST, false, dst, planes(dst));
-        add_role(plan, role::bwd_data_weights, DNNL_ARG_WEIGHTS, false, weights, plain_f32_weights_desc(weights));
-        add_role(plan, role::bwd_data_diff_src, DNNL_ARG_DIFF_SRC, true, src, planes(src));
+        const int threads = std::max(1, omp_get_max_threads());
+        if (channels_first) {
+            if (!DepthwiseBackwardData::supports(shape_of(p)))
+                throw Error(Status::unsupported, "the depthwise data gradient's phase planes would be too large");
+            auto kernel = std::make_shared<const DataGradientKernel<DepthwiseBackwardData>>(shape_of(p), threads);
+            plan.scratchpad_bytes = kernel->scratch_bytes();
+            plan.depthwise = kernel;
+            plan.impl += " on channels-first planes";
+        } else {
+            if (!DepthwiseBackwardDataRows::supports(shape_of(p)))
+                throw Error(Status::unsupported, "the depthwise data gradient on channels-last data has too many taps");
+            auto kernel = std::make_shared<const DataGradientKernel<DepthwiseBackwardDataRows>>(shape_of(p), threads);
+            plan.scratchpad_bytes = kernel->scratch_bytes();
+            plan.depthwise = kernel;
+        }
+        // Either kind of data in the other's copies where timing finds that faster (3D
+        // channels-first planes for channels-last data: dw 3x3x3 stride 2, 32 channels, 16^3
+        // outputs, 0.34 ms on the planes; oneDNN has no depthwise kernel for it, x64:gemm 1.0).
+        const auto internal = [&](const memory::desc &user) { return channels_first ? planes(user) : channels_last(user); };
+        add_role(plan, role::bwd_data_diff_dst, DNNL_ARG_DIFF_DST, false, dst, internal(dst));
+        add_role(plan, role::bwd_data_weights, DNNL_ARG_WEIGHTS, false, weights,
+                channels_first ? plain_f32_weights_desc(weights) : kernel_weights_desc(weights));
+        add_role(plan, role::bwd_data_diff_src, DNNL_ARG_DIFF_SRC, true, src, internal(src));
         return;
     }
     if (pass == Pass::backward_weights) {

@@ -5,6 +5,8 @@
 // accumulators start, and an add request where they start from the output.
 #pragma once
 
+#include "depthwise_row_staging.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -27,11 +29,8 @@ public:
     // take, and a width stride of at most 64 (one phase of output columns each).
     static bool supports(const DepthwiseShape &shape);
 
-    // A row per thread where a write request's output is large enough to be streamed: the
-    // kernel stores the pixels of a row phase by phase, a cache line here and there, and such
-    // stores read each line from memory before writing it (dw.k2s2, 128 channels, 26 MB out, on
-    // AVX2: 2.8 ms, 1.1 of them to write the output in order). Staged, the row is then streamed
-    // in order.
+    // A row per thread where a write request's output is large enough to be streamed
+    // (depthwise_row_staging.hpp).
     size_t scratch_bytes(int threads) const;
 
     // src (batch, in..., channels) and dst (batch, out..., channels) in T (float or uint16_t
@@ -60,7 +59,7 @@ private:
             int threads) const;
 
     DepthwiseShape shape_;
-    size_t staged_row_bytes_ = 0; // per thread, 0: not staged
+    RowStaging staging_;
     std::vector<Phase> phases_; // one per residue of ox modulo the width's stride
 };
 

@@ -325,8 +325,8 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     if (formulation == Formulation::depthwise && data_layout != DataLayout::any
             && !(data_layout == DataLayout::channels_first
                     && (p.spec().layout == Layout::channels_first || pass == Pass::backward_data)))
-        throw Error(Status::unsupported, "the depthwise kernels take channels-last copies or the caller's "
-                                         "channels-first data (the data gradient channels-first copies)");
+        throw Error(Status::unsupported, "the depthwise kernels take channels-last data (copies of channels-first "
+                                         "data) or the caller's channels-first data (the data gradient copies too)");
     const dt type = onednn_type(compute);
     Plan plan;
     plan.id = new_plan_id();

@@ -84,14 +84,16 @@ std::vector<DataLayout> subpixel_layouts_allowed(DataType compute, Pass pass) {
 // The depthwise kernels on channels-last copies (any), or on the caller's channels-first data as
 // it is, plane by plane (weight gradient of mobile.dw: f32 2.7-2.9 ms against 3.0-3.2 on
 // copies, bf16 2.1-2.3 against 2.0-2.2): timing chooses. DECONV_DATA_LAYOUT=channels_first or
-// channels_last pins one of the two. The data gradient only on channels-first planes (copies of
-// channels-last data).
+// channels_last pins one of the two. The data gradient also on channels-first copies of
+// channels-last data, the caller's own layout first.
 std::vector<DataLayout> depthwise_layouts_allowed(const Problem &problem, Pass pass) {
     static const char *pinned = std::getenv("DECONV_DATA_LAYOUT");
-    if (pass == Pass::backward_data) return {DataLayout::channels_first};
-    if (problem.spec().layout != Layout::channels_first) return {DataLayout::any};
+    const bool channels_last = problem.spec().layout != Layout::channels_first;
+    if (channels_last && pass != Pass::backward_data) return {DataLayout::any};
     if (pinned && std::strcmp(pinned, "channels_first") == 0) return {DataLayout::channels_first};
     if (pinned && std::strcmp(pinned, "channels_last") == 0) return {DataLayout::any};
+    if (channels_last) return {DataLayout::any, DataLayout::channels_first};
+    if (pass == Pass::backward_data) return {DataLayout::channels_first, DataLayout::any};
     return {DataLayout::any, DataLayout::channels_first};
 }
 

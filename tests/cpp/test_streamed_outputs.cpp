@@ -85,10 +85,23 @@ TEST_P(StreamedOutputs, ForwardAndBackwardDataMatchReference) {
 }
 
 // The depthwise forward on channels-last data (impl/depthwise_forward.cpp) stages each row of a
-// written output of 4 MiB or more and streams it: 20 channels (a partial vector), rows of 128
+// written output of 4 MiB or more and streams it (impl/depthwise_row_staging.hpp): 20 channels (a partial vector), rows of 128
 // pixels (whole cache lines) and of 127 (not), the same buffer offsets; written and added (an add
 // is not staged). Pinned to the kernel (DECONV_FORMULATION=depthwise) it must run there.
 using DepthwiseCase = std::tuple<deconv_dtype, Variant>;
+
+// DECONV_FORMULATION=depthwise on a CPU the kernels run on; for the data gradient on
+// channels-last data also DECONV_DATA_LAYOUT=channels_last (else timing may pick the
+// channels-first planes).
+bool pinned_to_the_kernels() {
+    const char *pinned = std::getenv("DECONV_FORMULATION");
+    return pinned && std::string(pinned) == "depthwise"
+            && (__builtin_cpu_supports("avx512bw") || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
+}
+bool pinned_to_the_rows_kernel() {
+    const char *layout = std::getenv("DECONV_DATA_LAYOUT");
+    return pinned_to_the_kernels() && layout && std::string(layout) == "channels_last";
+}
 class StreamedDepthwiseRows : public ::testing::TestWithParam<DepthwiseCase> {};
 
 TEST_P(StreamedDepthwiseRows, ForwardMatchesReference) {
@@ -118,9 +131,7 @@ TEST_P(StreamedDepthwiseRows, ForwardMatchesReference) {
     harness::Handle h(p, dt, DECONV_CHANNELS_LAST, DECONV_INFERENCE);
     ASSERT_TRUE(h.ok()) << h.error();
     SCOPED_TRACE(h.impls());
-    const char *pinned = std::getenv("DECONV_FORMULATION");
-    const bool has_kernel = __builtin_cpu_supports("avx512bw") || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
-    if (pinned && std::string(pinned) == "depthwise" && has_kernel) {
+    if (pinned_to_the_kernels()) {
         EXPECT_EQ(h.impl(DECONV_PASS_FORWARD).rfind("libdeconv_dw:", 0), 0u);
     }
     harness::Buffer bs = harness::src_buffer(p, dt, DECONV_CHANNELS_LAST, src), bw(dt, w), bb(dt, b);
@@ -136,6 +147,55 @@ TEST_P(StreamedDepthwiseRows, ForwardMatchesReference) {
         EXPECT_TRUE(dst.guards_intact()) << "wrote outside dst";
         const Vec got = harness::from_layout(p, DECONV_CHANNELS_LAST, dst.get(), p.out_channels, out);
         EXPECT_TRUE(harness::compare("dst", got, expected, dt, r == DECONV_REQ_ADD ? &prior : nullptr));
+    }
+}
+
+// The depthwise data gradient on channels-last data (impl/depthwise_backward_data_rows.cpp)
+// stages and streams its rows alike: stride 1, so that the result is as large as the output
+// gradient; rows of 128 pixels and of 127 (adj picks 128 - adj), the same offsets.
+TEST_P(StreamedDepthwiseRows, DataGradientMatchesReference) {
+    const auto [dt, variant] = GetParam();
+    const auto [unused_bias, narrow, offset_elements] = variant;
+    (void)unused_bias;
+    naive::Problem p;
+    p.batch = 8;
+    p.groups = p.in_channels = p.out_channels = 20;
+    p.in_size = {128 - narrow, 128 - narrow, 1};
+    p.kernel = {3, 3, 1};
+    p.stride = {1, 1, 1};
+    p.pad = {1, 1, 0};
+    p.bias = false;
+    const size_t element = dt == DECONV_BF16 ? 2 : 4;
+    const int offset = offset_elements < 0 ? 16 : offset_elements * static_cast<int>(element);
+
+    std::mt19937_64 rng(20261208);
+    const Vec w = harness::random_values(rng, naive::weights_elems(p), dt);
+    const Vec dd = harness::random_values(rng, naive::dst_elems(p), dt);
+    const Vec prior = harness::random_values(rng, naive::src_elems(p), dt);
+    ASSERT_GE(naive::src_elems(p) * int64_t(element), int64_t(4) << 20);
+    const harness::Expected expected = harness::expect_backward_data(p, w, dd);
+
+    harness::Handle h(p, dt, DECONV_CHANNELS_LAST, DECONV_TRAINING);
+    ASSERT_TRUE(h.ok()) << h.error();
+    SCOPED_TRACE(h.impls());
+    if (pinned_to_the_rows_kernel()) {
+        EXPECT_EQ(h.impl(DECONV_PASS_BACKWARD_DATA).rfind("libdeconv_dw:", 0), 0u);
+    }
+    harness::Buffer bw(dt, w), bdd = harness::dst_buffer(p, dt, DECONV_CHANNELS_LAST, dd);
+    for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD}) {
+        SCOPED_TRACE(harness::req_str(r));
+        harness::Buffer ds(dt, static_cast<size_t>(naive::src_elems(p)), offset);
+        if (r == DECONV_REQ_ADD)
+            ds.set(harness::to_layout(p, DECONV_CHANNELS_LAST, prior, p.in_channels, p.in_size));
+        else
+            ds.fill_sentinel();
+        ASSERT_EQ(deconv_backward(h.get(), nullptr, bw.data(), bdd.data(), ds.data(), r, nullptr, DECONV_REQ_NULL,
+                          nullptr, DECONV_REQ_NULL),
+                DECONV_OK)
+                << deconv_last_error();
+        EXPECT_TRUE(ds.guards_intact()) << "wrote outside diff_src";
+        const Vec got = harness::from_layout(p, DECONV_CHANNELS_LAST, ds.get(), p.in_channels, p.in_size);
+        EXPECT_TRUE(harness::compare("diff_src", got, expected, dt, r == DECONV_REQ_ADD ? &prior : nullptr));
     }
 }
 
