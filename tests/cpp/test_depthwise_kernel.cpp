@@ -1,20 +1,21 @@
 // The library's own depthwise kernels on the shapes that take each of their paths. Forward
 // (impl/depthwise_forward.cpp): channel vectors in pairs (at most 8 taps a column, 6 on AVX2),
 // single and partial vectors, more taps than registers hold (16, 12 on AVX2: weights read from
-// memory) and more than one column's arrays hold (tap by tap); the random sweeps have at most 27
-// taps a column. Weight gradient (impl/depthwise_backward_weights.cpp): 1 to 8 channel vectors
-// at once, more kernel columns than one piece takes (16 on AVX-512, 8 on AVX2), edge columns on
-// both sides. Data gradient of channels-first data (impl/depthwise_backward_data.cpp): strides
-// 1, 2 and wider (each sorts a row into its phases another way), rows of results in pieces of
-// 64 and 1 to 7 vectors (AVX2) with a partial last one, taps before and after a result's own
-// column (zeros around the phases), dilation, adj; the weight gradient of channels-first planes
-// (impl/depthwise_plane_weights.cpp) on the same shapes, 1 to 24 kernel columns (8 at a time on
-// AVX-512, 6 on AVX2, then the rest), with DECONV_DATA_LAYOUT=channels_first, which also puts
-// the data gradient of channels-last data on channels-first copies; with channels_last that
-// runs on the rows kernel (impl/depthwise_backward_data_rows.cpp: the forward's column kernels,
-// edge columns with the taps inside, 1 to 81 taps), channels-first data copied. Pinned to the
-// kernels (DECONV_FORMULATION=depthwise, tests/cpp/CMakeLists.txt) each case must run on them
-// where the CPU has their instructions; unpinned, on whatever route timing picks.
+// memory, columns in blocks of 8, 6 on AVX2, then one at a time) and more than one column's arrays
+// hold (tap by tap); the random sweeps have at most 27 taps a column. Weight gradient
+// (impl/depthwise_backward_weights.cpp): 1 to 8 channel vectors at once, more kernel columns than
+// one piece takes (16 on AVX-512, 8 on AVX2), edge columns on both sides. Data gradient of
+// channels-first data (impl/depthwise_backward_data.cpp): strides 1, 2 and wider (each sorts a row
+// into its phases another way), rows of results in pieces of 64 and 1 to 7 vectors (AVX2) with a
+// partial last one, taps before and after a result's own column (zeros around the phases),
+// dilation, adj; the weight gradient of channels-first planes (impl/depthwise_plane_weights.cpp) on
+// the same shapes, 1 to 24 kernel columns (8 at a time on AVX-512, 6 on AVX2, then the rest), with
+// DECONV_DATA_LAYOUT=channels_first, which also puts the data gradient of channels-last data on
+// channels-first copies; with channels_last that runs on the rows kernel
+// (impl/depthwise_backward_data_rows.cpp: the forward's column kernels, edge columns with the taps
+// inside, 1 to 81 taps), channels-first data copied. Pinned to the kernels
+// (DECONV_FORMULATION=depthwise, tests/cpp/CMakeLists.txt) each case must run on them where the CPU
+// has their instructions; unpinned, on whatever route timing picks.
 #include <deconv.h>
 #include <gtest/gtest.h>
 
@@ -44,6 +45,7 @@ const DepthwiseCase kCases[] = {
         {"single_k3s1_c40", 2, 40, 5, 3, 1, 1, 1},        // 9 taps: single vectors and a partial one
         {"memory_1d_k24_c33", 1, 33, 30, 24, 1, 3, 1},    // 24 taps: weights from memory
         {"memory_k5s1_c48", 2, 48, 6, 5, 1, 2, 1},        // 25 taps
+        {"memory_blocks_k5s1_c20", 2, 20, 19, 5, 1, 2, 1}, // 25 taps, 15 interior columns: blocks of 8 or 6, then single ones
         {"tap_by_tap_k9s1_c20", 2, 20, 10, 9, 1, 4, 1},   // 81 taps
         {"dilated_k3d2s2_c32", 2, 32, 6, 3, 2, 2, 2},     // phases without interior taps
         {"strided_3d_k2s2_c16", 3, 16, 3, 2, 2, 0, 1},    // one tap a column
