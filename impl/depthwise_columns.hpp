@@ -7,11 +7,7 @@
 #include "commit_kernels.hpp"
 #include "depthwise_forward.hpp" // DepthwiseShape, DepthwiseForward::Phase
 
-#include <algorithm>
 #include <cstdint>
-#include <iterator>
-#include <type_traits>
-#include <utility>
 
 namespace libdeconv {
 namespace depthwise_columns {
@@ -262,43 +258,21 @@ using ColumnKernel = void (*)(const Columns<T> &, const float *, int64_t, int64_
 constexpr int kMaxTaps = 64;
 
 // The kernels of one run (data type and add request), by number of taps, for pairs of whole
-// vectors of channels, single ones and the last, partial one.
+// vectors of channels, single ones and the last, partial one. Built in depthwise_columns.cpp,
+// which alone instantiates the kernels (every tap count, channel grouping, request and data type
+// of both instruction sets): in each kernel's file they took 20 s of its compilation.
 template <typename Isa, typename T>
 struct ColumnKernels {
     ColumnKernel<T> pairs[Isa::kMaxPairedTaps + 1], full[Isa::kMaxRegisterTaps + 1],
             partial[Isa::kMaxRegisterTaps + 1];
     ColumnKernel<T> any; // more taps
 
-    explicit ColumnKernels(bool add) {
-        if (add)
-            choose<true>();
-        else
-            choose<false>();
-    }
-
-private:
-    template <bool Add>
-    void choose() {
-        bool native = false;
-        if constexpr (std::is_same_v<T, uint16_t>) native = Isa::native_bf16();
-        if (native)
-            fill<Add, true>();
-        else
-            fill<Add, false>();
-        any = &Isa::template columns_any<Add, T>;
-    }
-    template <bool Add, bool Native>
-    void fill() {
-        fill<2, true, Add, Native>(pairs, std::make_integer_sequence<int, Isa::kMaxPairedTaps + 1>{});
-        fill<1, true, Add, Native>(full, std::make_integer_sequence<int, Isa::kMaxRegisterTaps + 1>{});
-        fill<1, false, Add, Native>(partial, std::make_integer_sequence<int, Isa::kMaxRegisterTaps + 1>{});
-    }
-    template <int G, bool Full, bool Add, bool Native, int... N>
-    static void fill(ColumnKernel<T> *table, std::integer_sequence<int, N...>) {
-        const ColumnKernel<T> kernels[] = {&Isa::template columns<N, G, Full, Add, Native, T>...};
-        std::copy(std::begin(kernels), std::end(kernels), table);
-    }
+    explicit ColumnKernels(bool add);
 };
+extern template struct ColumnKernels<Avx512, float>;
+extern template struct ColumnKernels<Avx512, uint16_t>;
+extern template struct ColumnKernels<Avx2, float>;
+extern template struct ColumnKernels<Avx2, uint16_t>;
 
 // Every channel of the columns `j`.
 template <typename Isa, typename T>
