@@ -1,3 +1,5 @@
+// The tables of depthwise_columns.hpp's column kernels, and with them the kernels themselves,
+// instantiated here once for both instruction sets and data types.
 #include "depthwise_columns.hpp"
 
 #include <algorithm>
