@@ -6,7 +6,8 @@
 #                     the C, C++, fault-injection and stress suites and the example, without
 #                     the full-size C++ families
 #   $BUILD_DIR-tsan   ThreadSanitizer, gcc: the concurrency tests (CTest label tsan)
-#   $BUILD_DIR-fuzz   clang + libFuzzer: fuzz_bounded, a minute of fuzzing from tests/fuzz/corpus
+#   $BUILD_DIR-fuzz   clang + libFuzzer: fuzz_bounded, a minute of fuzzing from tests/fuzz/corpus,
+#                     and fuzz_slow_seeds (tests/fuzz/slow_seeds, each run once)
 # Each folder is built and tested even when an earlier one failed; a summary of every folder
 # closes the output, and the exit status is non-zero when anything failed.
 # DECONV_TEST_BUILDS picks folders (default "release asan tsan fuzz").
