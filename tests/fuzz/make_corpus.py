@@ -154,8 +154,8 @@ seeds = {
 
 
 # Seeds that take minutes under ASan (their handles time full-size candidates: a dilation of 2^22
-# writes outputs of 84M elements): in corpus/ they were all of fuzz_bounded's time, which libFuzzer
-# only counts after replaying its corpus, so it fuzzed nothing new.
+# writes outputs of 84M elements): in corpus/ they took nearly all of fuzz_bounded's time, which
+# libFuzzer only counts after replaying its corpus, so it fuzzed nothing new.
 SLOW = {"regress_dilate_amx_bf16"}
 
 
