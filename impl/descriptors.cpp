@@ -320,7 +320,11 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
     if (subpixel && (pass == Pass::backward_data || !is_subpixel_candidate(p)))
         throw Error(Status::unsupported, "the subpixel formulation computes forward and weight-gradient passes "
                                          "without dilation");
-    if (formulation == Formulation::matrix_product && data_layout != DataLayout::any)
+    if (formulation == Formulation::patches && (!is_patches_candidate(p, pass) || compute != DataType::f32))
+        throw Error(Status::unsupported, "the patches formulation computes forward passes of groups 1 in f32, where "
+                                         "the patches hold at most 4 values per output element");
+    if ((formulation == Formulation::matrix_product || formulation == Formulation::patches)
+            && data_layout != DataLayout::any)
         throw Error(Status::unsupported, "the matmul formulation lays out its matrices itself");
     if (formulation == Formulation::depthwise && data_layout != DataLayout::any
             && !(data_layout == DataLayout::channels_first
@@ -338,6 +342,9 @@ Plan make_plan(const Problem &p, Pass pass, DataType compute, Formulation formul
         make_depthwise(plan, p, pass, compute, data_layout == DataLayout::channels_first);
     } else if (subpixel) {
         make_subpixel(plan, p, pass, type, data_layout == DataLayout::channels_first);
+    } else if (formulation == Formulation::patches) {
+        if (!make_patches_product(plan, p))
+            throw Error(Status::unsupported, "oneDNN has only a reference matmul for this problem");
     } else if (!deconvolution) {
         if (!make_matrix_product(plan, p, pass, type))
             throw Error(Status::unsupported, "oneDNN has only a reference matmul for this problem");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "output_commit.hpp"
+#include "patch_gather.hpp"
 #include "phase_interleave.hpp"
 #include "problem.hpp"
 #include "reorder.hpp"
@@ -62,6 +63,9 @@ struct Role {
     void (*merge)(const PhaseSplit &, const void *result, void *user, const float *bias, bool add) = nullptr;
     bool staged = false;
     size_t staged_offset = 0;
+    // The patches formulation's output (patch_gather.hpp): the internal copy is the f32 patch
+    // matrix, gathered into the caller's buffer with the plan's f32 commit bias (a role of arg 0).
+    std::shared_ptr<const PatchGather> gather;
     // Bytes of the caller's buffer per batch chunk (Plan::batch_chunks): a data tensor steps by
     // it from chunk to chunk; 0 for weights and bias, the same in every chunk.
     size_t chunk_bytes = 0;
@@ -112,9 +116,10 @@ size_t caller_bytes(const Plan &plan, int index);
 
 // How a pass is computed: oneDNN's deconvolution primitive, a matmul where the problem is a
 // matrix product (gemm_formulation.hpp), for the forward and weight-gradient passes a
-// convolution over the output's phases (subpixel_formulation.hpp), or for the forward pass of a
-// depthwise problem our own kernel (depthwise_formulation.hpp).
-enum class Formulation { deconvolution, matrix_product, subpixel, depthwise };
+// convolution over the output's phases (subpixel_formulation.hpp), for the forward pass of a
+// depthwise problem our own kernel (depthwise_formulation.hpp), or for the forward pass a
+// matmul giving every input pixel's patch, gathered into the output (patches: gemm_formulation.hpp).
+enum class Formulation { deconvolution, matrix_product, subpixel, depthwise, patches };
 
 // The data layout a deconvolution primitive is asked for: whatever it likes best (format any),
 // or a plain one. Format any is not always fastest: for 3 output channels it picks blocks of 16

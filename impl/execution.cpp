@@ -179,6 +179,12 @@ void execute_once(const Plan &plan, const Tensors &tensors, Binding &b, char *wo
         const Role &r = plan.roles[i];
         const Tensor &t = tensors[i];
         if (!r.present || !r.output || t.req == Req::null) continue;
+        if (r.gather) {
+            stream.wait();
+            gather_patches(*r.gather, reinterpret_cast<const float *>(workspace + r.internal_offset),
+                    const_cast<void *>(t.user), commit_bias, t.req == Req::add);
+            continue;
+        }
         if (r.merge) {
             const char *result = workspace + r.internal_offset;
             if (r.staged) {

@@ -254,4 +254,45 @@ bool make_matrix_product(Plan &plan, const Problem &p, Pass pass, dt type) {
     return true;
 }
 
+bool is_patches_candidate(const Problem &p, Pass pass) {
+    const Spec &s = p.spec();
+    if (pass != Pass::forward || s.groups != 1 || is_matrix_product(p)) return false;
+    double taps = 1, strides = 1;
+    for (int i = 0; i < s.rank; ++i) taps *= double(s.kernel[i]), strides *= double(s.stride[i]);
+    constexpr double kMaxOverlap = 4, kMaxPatchBytes = 256.0 * (1 << 20);
+    const double patch_bytes = 4.0 * double(p.src_elems()) / double(s.in_channels) * double(s.out_channels) * taps;
+    return taps > 1 && taps <= kMaxOverlap * strides && patch_bytes <= kMaxPatchBytes;
+}
+
+bool make_patches_product(Plan &plan, const Problem &p) {
+    const Spec &s = p.spec();
+    const Geometry g = geometry_of(p);
+    const memory::dim rows = g.batch * g.pixels, in = g.in_channels, out = g.out_channels * g.taps;
+    const dt user = onednn_type(s.dtype);
+    const MatmulChoice chosen = choose_matmul(p, Pass::forward, matrix(rows, in, dt::f32), matrix(in, out, dt::f32),
+            memory::desc(), matrix(rows, out, dt::f32));
+    const auto &pd = chosen.pd;
+    if (is_reference(pd.impl_info_str())) return false;
+    plan.primitive = chosen.primitive;
+    plan.impl = std::string("patches:matmul:") + pd.impl_info_str();
+    plan.scratchpad_bytes = pd.scratchpad_desc().get_size();
+    add_matrix_role(plan, role::fwd_src, DNNL_ARG_SRC, false, data_as_user(g, in), data_as_matrix(g, in), user,
+            pd.src_desc());
+    // The patches' columns run over the taps, then the channels (patch_gather.hpp): the weights
+    // are the caller's seen as (in, taps, out_channels).
+    add_role(plan, role::fwd_weights, DNNL_ARG_WEIGHTS, false, caller_weights_taps_first(g, user),
+            pd.weights_desc().reshape({in, g.taps, g.out_channels}));
+    plan.roles[role::fwd_weights].primitive_view = pd.weights_desc();
+    if (s.bias) // the caller's, as f32: arg 0 makes it the gather's (execution.cpp)
+        add_role(plan, role::fwd_bias, 0, false, memory::desc({s.out_channels}, user, tag::a),
+                memory::desc({s.out_channels}, dt::f32, tag::a));
+    Role &dst = plan.roles[role::fwd_dst];
+    dst.present = dst.output = true;
+    dst.arg = DNNL_ARG_DST;
+    dst.conversion.user = user_data_desc(p, true);
+    dst.conversion.internal = pd.dst_desc();
+    dst.gather = std::make_shared<const PatchGather>(make_patch_gather(p));
+    return true;
+}
+
 } // namespace libdeconv

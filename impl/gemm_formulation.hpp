@@ -20,4 +20,16 @@ bool is_matrix_product(const Problem &problem);
 // has only a reference matmul for it.
 bool make_matrix_product(Plan &plan, const Problem &problem, Pass pass, dnnl::memory::data_type type);
 
+// Other problems of groups 1, forward: the same matmul gives the patch matrix P, whose patches
+// overlap in the output where the stride is smaller than the dilated kernel; their sums are
+// gathered into the caller's buffer (patch_gather.hpp: col2im), with the bias and an add request.
+// oneDNN's sgemm runs the matmul of large channel counts on small images faster than its AVX2
+// deconvolution kernels (dcgan.l2 f32: 30-33 ms against 52). Offered where P holds at most 4
+// values per output element (kernel taps over stride: 4 for a 4x4 kernel of stride 2) and 256 MB.
+bool is_patches_candidate(const Problem &problem, Pass pass);
+
+// Makes the forward pass of such a problem that matmul (in f32) and gather; false (plan
+// untouched) when oneDNN has only a reference matmul for it.
+bool make_patches_product(Plan &plan, const Problem &problem);
+
 } // namespace libdeconv

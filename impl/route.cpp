@@ -133,9 +133,10 @@ std::vector<Formulation> formulations_allowed(const Problem &problem, Pass pass)
     if (is_matrix_product(problem)) allowed.push_back(Formulation::matrix_product);
     if (pass != Pass::backward_data && is_subpixel_candidate(problem)) allowed.push_back(Formulation::subpixel);
     if (is_depthwise_candidate(problem, pass)) allowed.push_back(Formulation::depthwise);
+    if (is_patches_candidate(problem, pass)) allowed.push_back(Formulation::patches);
     static const std::pair<const char *, Formulation> names[] = {{"deconvolution", Formulation::deconvolution},
             {"matmul", Formulation::matrix_product}, {"subpixel", Formulation::subpixel},
-            {"depthwise", Formulation::depthwise}};
+            {"depthwise", Formulation::depthwise}, {"patches", Formulation::patches}};
     for (const auto &name : names)
         if (pinned && std::strcmp(pinned, name.first) == 0)
             return std::find(allowed.begin(), allowed.end(), name.second) != allowed.end()
@@ -496,7 +497,8 @@ std::shared_ptr<const Plan> make_fastest_plan(const Problem &problem, Pass pass)
     for (int64_t batch_chunks : batch_chunks_allowed(problem, pass)) {
         for (DataType compute : computes_allowed(problem.spec().dtype))
             for (Formulation formulation : formulations_allowed(problem, pass)) {
-                if (formulation == Formulation::matrix_product || formulation == Formulation::depthwise) {
+                if (formulation == Formulation::matrix_product || formulation == Formulation::depthwise
+                        || formulation == Formulation::patches) {
                     const auto layouts = formulation == Formulation::depthwise
                             ? depthwise_layouts_allowed(problem, pass)
                             : std::vector<DataLayout>{DataLayout::any};
