@@ -23,17 +23,9 @@ using dt = memory::data_type;
 DepthwiseShape shape_of(const Problem &p) {
     const Spec &s = p.spec();
     DepthwiseShape d;
+    static_cast<SpatialDims &>(d) = spatial_dims(p);
     d.batch = s.batch;
     d.channels = s.out_channels;
-    const int lead = 3 - s.rank; // 1D and 2D problems in the trailing dims
-    for (int i = 0; i < s.rank; ++i) {
-        d.in[lead + i] = s.in_size[i];
-        d.out[lead + i] = p.out_size()[i];
-        d.kernel[lead + i] = s.kernel[i];
-        d.stride[lead + i] = s.stride[i];
-        d.pad[lead + i] = p.pad()[i];
-        d.dilate[lead + i] = s.dilate[i];
-    }
     return d;
 }
 

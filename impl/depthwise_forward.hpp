@@ -6,6 +6,7 @@
 #pragma once
 
 #include "depthwise_row_staging.hpp"
+#include "problem.hpp" // SpatialDims
 
 #include <array>
 #include <cstddef>
@@ -16,10 +17,8 @@ namespace libdeconv {
 
 // Spatial sizes as (depth, height, width); a 1D or 2D problem has size 1, stride 1 and pad 0 in
 // the leading dims.
-struct DepthwiseShape {
+struct DepthwiseShape : SpatialDims { // dilate 1 = none
     int64_t batch = 1, channels = 1;
-    std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0},
-            dilate{1, 1, 1}; // dilate 1 = none
 };
 
 class DepthwiseForward {

@@ -72,35 +72,31 @@ PatchGather make_patch_gather(const Problem &problem) {
     g.channels = s.out_channels;
     g.channels_last = s.layout == Layout::channels_last;
     g.user_type = s.dtype == DataType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
-    Dims3 in{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, dilate{1, 1, 1}, pad{0, 0, 0};
-    const int first = 3 - s.rank;
-    for (int i = 0; i < s.rank; ++i) {
-        in[first + i] = s.in_size[i];
-        kernel[first + i] = s.kernel[i];
-        stride[first + i] = s.stride[i];
-        dilate[first + i] = s.dilate[i];
-        pad[first + i] = problem.pad()[i];
-        g.out[first + i] = problem.out_size()[i];
-    }
-    g.in_pixels = in[0] * in[1] * in[2];
+    const SpatialDims sp = spatial_dims(problem);
+    g.out = sp.out;
+    g.in_pixels = sp.in[0] * sp.in[1] * sp.in[2];
     g.out_pixels = g.out[0] * g.out[1] * g.out[2];
-    g.taps = kernel[0] * kernel[1] * kernel[2];
+    g.taps = sp.kernel[0] * sp.kernel[1] * sp.kernel[2];
     int64_t in_step = g.channels * g.taps, tap_step = g.channels; // of the innermost dim, then outwards
     for (int d = 2; d >= 0; --d) {
-        // Output position o = i * stride - pad + k * dilate.
-        std::vector<std::vector<int64_t>> at(static_cast<size_t>(g.out[d]));
-        for (int64_t i = 0; i < in[d]; ++i)
-            for (int64_t k = 0; k < kernel[d]; ++k) {
-                const int64_t o = i * stride[d] - pad[d] + k * dilate[d];
-                if (o >= 0 && o < g.out[d]) at[static_cast<size_t>(o)].push_back(i * in_step + k * tap_step);
-            }
-        g.start[d].push_back(0);
-        for (const auto &values : at) {
-            g.offset[d].insert(g.offset[d].end(), values.begin(), values.end());
-            g.start[d].push_back(static_cast<int64_t>(g.offset[d].size()));
-        }
-        in_step *= in[d];
-        tap_step *= kernel[d];
+        // Output position o = i * stride - pad + k * dilate: counted per position, then placed
+        // (one array, however long the dim: dilations reach millions).
+        auto each = [&](auto visit) {
+            for (int64_t i = 0; i < sp.in[d]; ++i)
+                for (int64_t k = 0; k < sp.kernel[d]; ++k) {
+                    const int64_t o = i * sp.stride[d] - sp.pad[d] + k * sp.dilate[d];
+                    if (o >= 0 && o < g.out[d]) visit(o, i * in_step + k * tap_step);
+                }
+        };
+        std::vector<int64_t> &start = g.start[d];
+        start.assign(static_cast<size_t>(g.out[d]) + 1, 0);
+        each([&](int64_t o, int64_t) { ++start[static_cast<size_t>(o) + 1]; });
+        for (size_t o = 1; o < start.size(); ++o) start[o] += start[o - 1];
+        g.offset[d].resize(static_cast<size_t>(start.back()));
+        std::vector<int64_t> next(start.begin(), start.end() - 1);
+        each([&](int64_t o, int64_t offset) { g.offset[d][static_cast<size_t>(next[static_cast<size_t>(o)]++)] = offset; });
+        in_step *= sp.in[d];
+        tap_step *= sp.kernel[d];
     }
     return g;
 }

@@ -157,4 +157,19 @@ std::vector<int64_t> Problem::signature() const {
     return key;
 }
 
+SpatialDims spatial_dims(const Problem &p) {
+    const Spec &s = p.spec();
+    SpatialDims d;
+    const int lead = 3 - s.rank;
+    for (int i = 0; i < s.rank; ++i) {
+        d.in[lead + i] = s.in_size[i];
+        d.out[lead + i] = p.out_size()[i];
+        d.kernel[lead + i] = s.kernel[i];
+        d.stride[lead + i] = s.stride[i];
+        d.pad[lead + i] = p.pad()[i];
+        d.dilate[lead + i] = s.dilate[i];
+    }
+    return d;
+}
+
 } // namespace libdeconv

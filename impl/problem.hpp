@@ -71,6 +71,13 @@ private:
     int64_t src_elems_ = 0, weights_elems_ = 0, dst_elems_ = 0;
 };
 
+// The spatial geometry as three dims (depth, height, width): 1D and 2D problems in the trailing
+// ones, the leading ones of size 1; pad is the effective one (after target_shape).
+struct SpatialDims {
+    Dims3 in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dilate{1, 1, 1};
+};
+SpatialDims spatial_dims(const Problem &problem);
+
 // "DECONV_F32" style names for messages.
 const char *dtype_name(DataType dtype);
 
