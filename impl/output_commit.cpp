@@ -205,12 +205,13 @@ bool same_plain_layout(const ChannelBlocked &a, const ChannelBlocked &b, Channel
 }
 
 // Planes (a) into blocks or channels-last (b); see uncommit_tile. Streamed only where every
-// store is a whole aligned vector: with pixels of 21 channels most lines took plain and streamed
-// stores both (fcn8s.upscore8 bf16 backward data on AMX, the copy of diff_dst into nhwc: 4 ms
-// streamed of a 6.2 ms call).
+// store is a whole aligned line: with pixels of 21 channels most lines took plain and streamed
+// stores both (fcn8s.upscore8 bf16 backward data on AMX, the copy of diff_dst into nhwc: lib/plain
+// 1.76-1.85x streamed, 0.89-0.90x not), and bf16 vectors stream half a line each, the other
+// half a whole tile later (dcgan.l3 bf16 backward data: 1.33-1.42x, 0.98-1.04x not).
 template <typename In, typename Out>
 void commit_planes_to_blocked(const ChannelBlocked &a, const ChannelBlocked &b, const In *in, Out *out, bool stream) {
-    stream &= b.block % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
+    stream &= sizeof(Out) == 4 && b.block % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
     const int64_t pixels = a.spatial[0] * a.spatial[1] * a.spatial[2];
     for_each_tile(a.batch, a.channels, b.block, pixels, 0, stream,
             [&](int64_t n, int64_t cb, int64_t c0, int64_t width, int64_t p0, int64_t p1) {
