@@ -374,17 +374,30 @@ bool OutputCommit::tiled() const {
 // f32 on both sides, `blocks` in channel blocks of 16, too small to stream, and large enough
 // for the copy to take every thread (oneDNN's reorder always enters an OpenMP region, which a
 // copy below kParallelElements skips).
+int64_t OutputCommit::elements() const {
+    return internal.batch * internal.channels * internal.spatial[0] * internal.spatial[1] * internal.spatial[2];
+}
+
 bool OutputCommit::small_f32_with_blocks_of_16(const ChannelBlocked &blocks) const {
     using dt = dnnl::memory::data_type;
-    const int64_t elements =
-            internal.batch * internal.channels * internal.spatial[0] * internal.spatial[1] * internal.spatial[2];
+    const int64_t elements = this->elements();
     return internal.type == dt::f32 && user.type == dt::f32 && blocks.block == 16 && elements >= kParallelElements
             && !worth_streaming(elements * batch_chunks * int64_t(sizeof(float)));
 }
 
-bool OutputCommit::reorder_writes_faster() const { return tiled() && small_f32_with_blocks_of_16(internal); }
+// Below 16 channels a tile's 16x16 transposes move mostly padding.
+bool OutputCommit::few_channels_last(const ChannelBlocked &pixels) const {
+    ChannelBlocked one = pixels;
+    return as_one_block(one) && pixels.channels < 16 && elements() >= kParallelElements;
+}
 
-bool OutputCommit::reorder_reads_faster() const { return tiled_into_blocks() && small_f32_with_blocks_of_16(user); }
+bool OutputCommit::reorder_writes_faster() const {
+    return tiled() && (small_f32_with_blocks_of_16(internal) || few_channels_last(internal));
+}
+
+bool OutputCommit::reorder_reads_faster() const {
+    return tiled_into_blocks() && (small_f32_with_blocks_of_16(user) || few_channels_last(user));
+}
 
 bool OutputCommit::tiled_into_blocks() const {
     ChannelBlocked blocked;
