@@ -371,13 +371,13 @@ bool OutputCommit::tiled() const {
     return (a.block > 1 && dense_spatial(a, a.block)) || as_one_block(a);
 }
 
-// f32 on both sides, `blocks` in channel blocks of 16, too small to stream, and large enough
-// for the copy to take every thread (oneDNN's reorder always enters an OpenMP region, which a
-// copy below kParallelElements skips).
 int64_t OutputCommit::elements() const {
     return internal.batch * internal.channels * internal.spatial[0] * internal.spatial[1] * internal.spatial[2];
 }
 
+// f32 on both sides, `blocks` in channel blocks of 16, too small to stream, and large enough
+// for the copy to take every thread (oneDNN's reorder always enters an OpenMP region, which a
+// copy below kParallelElements skips).
 bool OutputCommit::small_f32_with_blocks_of_16(const ChannelBlocked &blocks) const {
     using dt = dnnl::memory::data_type;
     const int64_t elements = this->elements();

@@ -58,7 +58,7 @@ struct OutputCommit {
     bool reorder_reads_faster() const;
     // Either way, channels-last with fewer than 16 channels (not tiny) goes through oneDNN's
     // reorder too, on AMX measured: dcgan.l5 bf16 backward data (diff_dst of 3 channels into
-    // nhwc) 1.47 -> 1.30-1.32 ms, a 3 -> 5 channels one 0.34-0.35 -> 0.31 ms.
+    // nhwc) 1.44-1.47 -> 1.26-1.32 ms, a 3 -> 5 channels one 0.34-0.35 -> 0.29-0.31 ms.
 
 private:
     int64_t elements() const;
