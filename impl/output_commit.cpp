@@ -380,9 +380,8 @@ int64_t OutputCommit::elements() const {
 // copy below kParallelElements skips).
 bool OutputCommit::small_f32_with_blocks_of_16(const ChannelBlocked &blocks) const {
     using dt = dnnl::memory::data_type;
-    const int64_t elements = this->elements();
-    return internal.type == dt::f32 && user.type == dt::f32 && blocks.block == 16 && elements >= kParallelElements
-            && !worth_streaming(elements * batch_chunks * int64_t(sizeof(float)));
+    return internal.type == dt::f32 && user.type == dt::f32 && blocks.block == 16 && elements() >= kParallelElements
+            && !worth_streaming(elements() * batch_chunks * int64_t(sizeof(float)));
 }
 
 // Below 16 channels a tile's 16x16 transposes move mostly padding.
