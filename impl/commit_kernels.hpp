@@ -106,6 +106,27 @@ LIBDECONV_AVX512 inline void store_unchanged(Out *p, __mmask16 m, __m512 v) {
 constexpr int64_t kStreamBytes = int64_t(4) << 20;
 inline bool worth_streaming(int64_t bytes) { return bytes >= kStreamBytes; }
 
+// Rows of `pixels` cut into tiles of `tile` whose bounds, but a row's first and last, fall on
+// the destination's cache lines: its first line boundary is `first` pixels into the row
+// (line_boundary). A tile that streams then shares no line with another tile; tiles cut
+// from a row's start shared one line at each end with a neighbour once the destination
+// was not on a line (fcn8s.upscore8 bf16 forward, dst 16 bytes past a line: 2.0 against 1.5 ms).
+struct LineTiles {
+    int64_t pixels, tile, back, count;
+    LineTiles(int64_t row_pixels, int64_t tile_pixels, int64_t first)
+        : pixels(row_pixels), tile(tile_pixels), back((tile_pixels - first % tile_pixels) % tile_pixels),
+          count((row_pixels + back + tile_pixels - 1) / tile_pixels) {}
+    int64_t begin(int64_t t) const { return std::max<int64_t>(0, t * tile - back); }
+    int64_t end(int64_t t) const { return std::min(pixels, (t + 1) * tile - back); }
+};
+
+// Elements of `element` bytes from `p` to its next cache line (0 on one, or where elements
+// cannot reach a line).
+inline int64_t line_boundary(const void *p, size_t element) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+    return address % element ? 0 : static_cast<int64_t>((64 - address % 64) % 64 / element);
+}
+
 // to[0, n) = from[0, n) for n elements within one cache line, with plain stores.
 template <typename T>
 LIBDECONV_AVX512 inline void copy_within_line(T *to, const T *from, int64_t n) {

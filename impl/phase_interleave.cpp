@@ -29,17 +29,35 @@ int64_t row_offset(const PhaseSplit &s, int64_t row) {
     return offset;
 }
 
-// f(n, row, p0, p1) for every tile of pixels [p0, p1) of every output row of every image, over
-// all threads when `parallel`. `streamed`: f streams its stores (end_streaming).
+constexpr int64_t kTile = 128; // pixels
+
+// f(n, p0, p1, at) for every tile of pixels [p0, p1) of the output planes of every image (the
+// rows of a plane one run), over all threads when `parallel`; at[p - p0] is where pixel p is in
+// an image of the convolution's output, past its channel. Tiles start at pixel `first` and every
+// kTile pixels from it, the first at 0 (LineTiles): streamed, no two tiles share a cache line,
+// however short the rows (unet.up1 bf16, rows of 128 bytes 16 past a line: two in three lines
+// were shared by the tiles of two rows). `streamed`: f streams its stores (end_streaming).
 template <typename F>
-void for_each_row_tile(const PhaseSplit &s, int64_t rows, int64_t width, bool parallel, bool streamed, F f) {
-    constexpr int64_t kTile = 128;
-    const int64_t tiles = (width + kTile - 1) / kTile;
+void for_each_plane_tile(const PhaseSplit &s, int64_t first, bool parallel, bool streamed, F f) {
+    const int64_t width = s.out[s.rank - 1];
+    const int64_t *last = s.offset[s.rank - 1].data();
+    const LineTiles tiles(product(s.out, s.rank), kTile, first);
     in_parallel(parallel, [&] {
-#pragma omp for collapse(3) schedule(static) nowait
+#pragma omp for collapse(2) schedule(static) nowait
         for (int64_t n = 0; n < s.batch; ++n)
-            for (int64_t row = 0; row < rows; ++row)
-                for (int64_t t = 0; t < tiles; ++t) f(n, row, t * kTile, std::min(width, (t + 1) * kTile));
+            for (int64_t t = 0; t < tiles.count; ++t) {
+                const int64_t p0 = tiles.begin(t), p1 = tiles.end(t);
+                int64_t at[kTile];
+                int64_t row = p0 / width, o = p0 % width, row_start = row_offset(s, row);
+                for (int64_t p = p0; p < p1; ++p) {
+                    at[p - p0] = row_start + last[o];
+                    if (++o == width && p + 1 < p1) {
+                        o = 0;
+                        row_start = row_offset(s, ++row);
+                    }
+                }
+                f(n, p0, p1, static_cast<const int64_t *>(at));
+            }
         end_streaming(streamed);
     });
 }
@@ -126,25 +144,26 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
         });
         return;
     }
-    // Channels-first: rows of the last dim in tiles of pixels, transposed from pixel-major.
-    for_each_row_tile(s, rows, width, parallel, Stream, [&](int64_t n, int64_t row, int64_t p0, int64_t p1) {
-        const In *from = conv + n * conv_image + row_offset(s, row);
+    // Channels-first: the planes in tiles of pixels, transposed from pixel-major. Every plane
+    // starts at the same place within a line where streamed (commit_dispatch).
+    const int64_t first = Stream ? line_boundary(user, sizeof(Out)) : 0;
+    for_each_plane_tile(s, first, parallel, Stream, [&](int64_t n, int64_t p0, int64_t p1, const int64_t *at) {
+        const auto place = [at, p0](int64_t p) { return at[p - p0]; };
         for (int64_t g = 0; g < s.groups; ++g) {
-            const In *group = from + g * group_step;
-            Out *planes = user + n * user_image + g * ocg * out_pixels + row * width;
+            const In *group = conv + n * conv_image + g * group_step;
+            Out *planes = user + n * user_image + g * ocg * out_pixels;
             if (has_avx512()) {
-                commit_tile_avx512<Add, Stream>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels,
-                        0, ocg, bias ? bias + g * ocg : nullptr, p0, p1);
+                commit_tile_avx512<Add, Stream>(group, place, planes, out_pixels, 0, ocg,
+                        bias ? bias + g * ocg : nullptr, p0, p1);
                 continue;
             }
             if (has_avx2()) {
-                commit_tile_avx2<Add>(group, [last](int64_t p) { return last[p]; }, planes, out_pixels, 0, ocg,
-                        bias ? bias + g * ocg : nullptr, p0, p1);
+                commit_tile_avx2<Add>(group, place, planes, out_pixels, 0, ocg, bias ? bias + g * ocg : nullptr, p0, p1);
                 continue;
             }
             for (int64_t k = 0; k < ocg; ++k)
                 for (int64_t p = p0; p < p1; ++p) {
-                    const float v = load(group, last[p] + k) + (bias ? bias[g * ocg + k] : 0.f);
+                    const float v = load(group, place(p) + k) + (bias ? bias[g * ocg + k] : 0.f);
                     Out *o = planes + k * out_pixels;
                     store(o, p, Add ? load(o, p) + v : v);
                 }
@@ -199,22 +218,21 @@ void split_gradient_typed(const PhaseSplit &s, const In *dd, Out *conv) {
         });
         return;
     }
-    for_each_row_tile(s, rows, width, parallel, false, [&](int64_t n, int64_t row, int64_t p0, int64_t p1) {
-        Out *to = conv + n * conv_image + row_offset(s, row);
+    for_each_plane_tile(s, 0, parallel, false, [&](int64_t n, int64_t p0, int64_t p1, const int64_t *at) {
+        const auto place = [at, p0](int64_t p) { return at[p - p0]; };
         for (int64_t g = 0; g < s.groups; ++g) {
-            const In *planes = dd + n * user_image + g * ocg * out_pixels + row * width;
-            Out *group = to + g * group_step;
+            const In *planes = dd + n * user_image + g * ocg * out_pixels;
+            Out *group = conv + n * conv_image + g * group_step;
             if (has_avx512()) {
-                uncommit_tile_avx512<false>(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg,
-                        ocg, p0, p1);
+                uncommit_tile_avx512<false>(planes, out_pixels, group, place, ocg, ocg, p0, p1);
                 continue;
             }
             if (has_avx2()) {
-                uncommit_tile_avx2(planes, out_pixels, group, [last](int64_t p) { return last[p]; }, ocg, ocg, p0, p1);
+                uncommit_tile_avx2(planes, out_pixels, group, place, ocg, ocg, p0, p1);
                 continue;
             }
             for (int64_t k = 0; k < ocg; ++k)
-                for (int64_t p = p0; p < p1; ++p) store(group, last[p] + k, load(planes, k * out_pixels + p));
+                for (int64_t p = p0; p < p1; ++p) store(group, place(p) + k, load(planes, k * out_pixels + p));
         }
     });
 }
