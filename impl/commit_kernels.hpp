@@ -526,8 +526,8 @@ LIBDECONV_AVX512 inline void move16(const uint16_t *from, uint16_t *to, __mmask1
 }
 
 // The pixels of one vector of channels, every choice made before the loop (commit_run_by).
-template <bool Add, bool Biased, bool Native, typename In, typename Out>
-LIBDECONV_AVX512 void copy_channel_vector(const In *from, int64_t from_step, Out *to, int64_t to_step,
+template <bool Add, bool Biased, bool Native, typename In, typename Out, typename At>
+LIBDECONV_AVX512 void copy_channel_vector(const In *from, At from_at, Out *to, int64_t to_step,
         __mmask16 read_mask, __mmask16 store_mask, __m512 beta, int64_t p0, int64_t p1) {
     // An add reads the next pixel's destination before this pixel's store: a masked store
     // of fewer lanes than the vector (8 f32 channels) overlaps that read in its full width,
@@ -535,7 +535,7 @@ LIBDECONV_AVX512 void copy_channel_vector(const In *from, int64_t from_step, Out
     // 0.45 us more than the write of a 2.2 us call).
     __m512 ahead = Add ? load_masked(to + p0 * to_step, store_mask) : _mm512_setzero_ps();
     for (int64_t p = p0; p < p1; ++p) {
-        const __m512 v = load_masked(from + p * from_step, read_mask); // zeros past `valid`
+        const __m512 v = load_masked(from + from_at(p), read_mask); // zeros past `valid`
         Out *at = to + p * to_step;
         if constexpr (!Biased && !Add) {
             store_unchanged<In>(at, store_mask, v);
@@ -550,8 +550,8 @@ LIBDECONV_AVX512 void copy_channel_vector(const In *from, int64_t from_step, Out
     }
 }
 
-template <bool Add, bool Native, typename In, typename Out>
-LIBDECONV_AVX512 void copy_channel_run_by(const In *from, int64_t from_step, Out *to, int64_t to_step,
+template <bool Add, bool Native, typename In, typename Out, typename At>
+LIBDECONV_AVX512 void copy_channel_run_by(const In *from, At from_at, Out *to, int64_t to_step,
         int64_t valid, int64_t width, const float *bias, int64_t p0, int64_t p1) {
     for (int64_t k0 = 0; k0 < width; k0 += 16) {
         const int64_t lanes = std::min<int64_t>(16, width - k0), read = std::clamp<int64_t>(valid - k0, 0, 16);
@@ -559,41 +559,41 @@ LIBDECONV_AVX512 void copy_channel_run_by(const In *from, int64_t from_step, Out
         const __mmask16 read_mask = static_cast<__mmask16>((1u << read) - 1);
         if constexpr (std::is_same_v<In, Out> && !Add) {
             if (!bias && read == lanes) {
-                for (int64_t p = p0; p < p1; ++p) move16(from + p * from_step + k0, to + p * to_step + k0, store_mask);
+                for (int64_t p = p0; p < p1; ++p) move16(from + from_at(p) + k0, to + p * to_step + k0, store_mask);
                 continue;
             }
         }
         const __m512 beta = bias && read ? load_masked(bias + k0, read_mask) : _mm512_setzero_ps();
         if (bias)
-            copy_channel_vector<Add, true, Native>(from + k0, from_step, to + k0, to_step, read_mask, store_mask, beta,
+            copy_channel_vector<Add, true, Native>(from + k0, from_at, to + k0, to_step, read_mask, store_mask, beta,
                     p0, p1);
         else
-            copy_channel_vector<Add, false, Native>(from + k0, from_step, to + k0, to_step, read_mask, store_mask, beta,
+            copy_channel_vector<Add, false, Native>(from + k0, from_at, to + k0, to_step, read_mask, store_mask, beta,
                     p0, p1);
     }
 }
 
 // Pixels [p0, p1) of a run of channels that is contiguous on both sides: pixel p's first
-// channel at from[p * from_step] and to[p * to_step]. `valid` channels are read (and get the
+// channel at from[from_at(p)] and to[p * to_step]. `valid` channels are read (and get the
 // bias); the destination's `width` >= valid are written, zeros past `valid` (a channel block's
 // padding).
-template <bool Add, typename In, typename Out>
-LIBDECONV_AVX512 void copy_channel_run_avx512(const In *from, int64_t from_step, Out *to, int64_t to_step,
+template <bool Add, typename In, typename Out, typename At>
+LIBDECONV_AVX512 void copy_channel_run_avx512(const In *from, At from_at, Out *to, int64_t to_step,
         int64_t valid, int64_t width, const float *bias, int64_t p0, int64_t p1) {
     if constexpr (std::is_same_v<Out, uint16_t>)
         if (has_avx512_bf16())
-            return copy_channel_run_by<Add, true>(from, from_step, to, to_step, valid, width, bias, p0, p1);
-    copy_channel_run_by<Add, false>(from, from_step, to, to_step, valid, width, bias, p0, p1);
+            return copy_channel_run_by<Add, true>(from, from_at, to, to_step, valid, width, bias, p0, p1);
+    copy_channel_run_by<Add, false>(from, from_at, to, to_step, valid, width, bias, p0, p1);
 }
 
-template <bool Add, typename In, typename Out>
-void copy_channel_run(const In *from, int64_t from_step, Out *to, int64_t to_step, int64_t valid, int64_t width,
+template <bool Add, typename In, typename Out, typename At>
+void copy_channel_run(const In *from, At from_at, Out *to, int64_t to_step, int64_t valid, int64_t width,
         const float *bias, int64_t p0, int64_t p1) {
-    if (has_avx512()) return copy_channel_run_avx512<Add>(from, from_step, to, to_step, valid, width, bias, p0, p1);
-    if (has_avx2()) return copy_channel_run_avx2<Add>(from, from_step, to, to_step, valid, width, bias, p0, p1);
+    if (has_avx512()) return copy_channel_run_avx512<Add>(from, from_at, to, to_step, valid, width, bias, p0, p1);
+    if (has_avx2()) return copy_channel_run_avx2<Add>(from, from_at, to, to_step, valid, width, bias, p0, p1);
     for (int64_t p = p0; p < p1; ++p)
         for (int64_t k = 0; k < width; ++k) {
-            const float v = k < valid ? load(from, p * from_step + k) + (bias ? bias[k] : 0.f) : 0.f;
+            const float v = k < valid ? load(from, from_at(p) + k) + (bias ? bias[k] : 0.f) : 0.f;
             store(to, p * to_step + k, Add ? load(to, p * to_step + k) + v : v);
         }
 }

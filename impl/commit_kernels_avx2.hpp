@@ -182,16 +182,16 @@ LIBDECONV_AVX2 void uncommit_tile_avx2(const In *planes, int64_t plane_stride, O
     }
 }
 
-// copy_channel_run_avx512 by 8 channels: pixel p's channels from[p * from_step + k] to
+// copy_channel_run_avx512 by 8 channels: pixel p's channels from[from_at(p) + k] to
 // to[p * to_step + k], `valid` of them read (with bias[k]), zeros up to `width`.
-template <bool Add, typename In, typename Out>
-LIBDECONV_AVX2 void copy_channel_run_avx2(const In *from, int64_t from_step, Out *to, int64_t to_step, int64_t valid,
+template <bool Add, typename In, typename Out, typename At>
+LIBDECONV_AVX2 void copy_channel_run_avx2(const In *from, At from_at, Out *to, int64_t to_step, int64_t valid,
         int64_t width, const float *bias, int64_t p0, int64_t p1) {
     for (int64_t k0 = 0; k0 < width; k0 += 8) {
         const int64_t lanes = std::min<int64_t>(8, width - k0), read = std::clamp<int64_t>(valid - k0, 0, 8);
         const __m256 beta = bias && read ? load8(bias + k0, read) : _mm256_setzero_ps();
         for (int64_t p = p0; p < p1; ++p) {
-            const __m256 v = load8(from + p * from_step + k0, read);
+            const __m256 v = load8(from + from_at(p) + k0, read);
             Out *at = to + p * to_step + k0;
             if (!bias && !Add) {
                 store8_unchanged<In>(at, lanes, v);

@@ -271,10 +271,11 @@ void commit_channel_runs(const ChannelBlocked &a, const ChannelBlocked &b, const
                     const In *from = in + n * a.stride_n + (c0 / a.block) * a.stride_block + c0 % a.block;
                     Out *to = out + n * b.stride_n + (c0 / b.block) * b.stride_block + c0 % b.block;
                     const float *run_bias = bias ? bias + c0 : nullptr;
+                    const auto from_at = [step = a.block](int64_t p) { return p * step; };
                     if (add)
-                        copy_channel_run<true>(from, a.block, to, b.block, valid, width, run_bias, p0, p1);
+                        copy_channel_run<true>(from, from_at, to, b.block, valid, width, run_bias, p0, p1);
                     else
-                        copy_channel_run<false>(from, a.block, to, b.block, valid, width, run_bias, p0, p1);
+                        copy_channel_run<false>(from, from_at, to, b.block, valid, width, run_bias, p0, p1);
                 }
             }
     });

@@ -128,13 +128,23 @@ void commit_typed(const PhaseSplit &s, const In *conv, Out *user, const float *b
         return;
     }
     if (s.user_channels_last) {
-        // Every output pixel: one run of out_per_group contiguous channels per group.
+        // Every output pixel: one run of out_per_group contiguous channels per group. An add of
+        // runs that end in a partial vector goes a group at a time, reading each pixel's
+        // destination before the previous pixel's store, which its full width overlaps (dcgan.l5
+        // bf16 channels-last forward, 3 channels: the add took 2.2 ms, the write 1.5).
+        const bool read_ahead = Add && ocg % 16 != 0;
         in_parallel(parallel, [&] {
 #pragma omp for collapse(2) schedule(static) nowait
             for (int64_t n = 0; n < s.batch; ++n)
                 for (int64_t row = 0; row < rows; ++row) {
                     const In *from = conv + n * conv_image + row_offset(s, row);
                     Out *to = user + n * user_image + row * width * channels;
+                    if (read_ahead) {
+                        for (int64_t g = 0; g < s.groups; ++g)
+                            copy_channel_run<true>(from + g * group_step, [last](int64_t o) { return last[o]; },
+                                    to + g * ocg, channels, ocg, ocg, bias ? bias + g * ocg : nullptr, 0, width);
+                        continue;
+                    }
                     for (int64_t o = 0; o < width; ++o)
                         for (int64_t g = 0; g < s.groups; ++g)
                             commit_run<Add, Stream>(from + last[o] + g * group_step,
