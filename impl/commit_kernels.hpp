@@ -172,6 +172,43 @@ inline void end_streaming(bool streamed) {
 // Tiles of at most this many pixels per channel are staged for stream_row.
 constexpr int64_t kStreamTile = 128;
 
+// A contiguous destination written piece by piece (take(n), then the n values written there)
+// through a buffer in L1 that streams whole lines of it: pieces shorter than a line, or that
+// start off one, would each share a line with their neighbours (channels-last pixels of 3 or 64
+// bf16 channels into a buffer 16 bytes past a line). Only the destination's first and last lines
+// take plain stores. finish() writes what is left; see end_streaming.
+template <typename Out>
+class LineStager {
+public:
+    static constexpr int64_t kCapacity = 4096 / sizeof(Out);
+    static constexpr int64_t kMaxPiece = kCapacity / 2; // a piece fits after a flush
+
+    explicit LineStager(Out *to) : to_(to) {}
+    Out *take(int64_t n) {
+        if (pending_ + n > kCapacity) flush(false);
+        Out *piece = staged_ + pending_;
+        pending_ += n;
+        return piece;
+    }
+    void finish() { flush(true); }
+
+private:
+    // Every whole line staged (all: everything), the rest moved to the front.
+    LIBDECONV_AVX512 void flush(bool all) {
+        const uintptr_t end = reinterpret_cast<uintptr_t>(to_ + pending_);
+        const int64_t kept = all || end % sizeof(Out) ? 0 : std::min<int64_t>(pending_, end % 64 / sizeof(Out));
+        const int64_t written = pending_ - kept;
+        stream_row(to_, staged_, written);
+        std::copy(staged_ + written, staged_ + pending_, staged_);
+        to_ += written;
+        pending_ = kept;
+    }
+
+    Out *to_;
+    int64_t pending_ = 0;
+    alignas(64) Out staged_[kCapacity];
+};
+
 // r[i] row i of a 16x16 matrix -> r[i] column i.
 LIBDECONV_AVX512 inline void transpose16(__m512 r[16]) {
     __m512 t[16];
