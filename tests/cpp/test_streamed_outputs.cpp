@@ -123,8 +123,9 @@ bool pinned_to_the_rows_kernel() {
 }
 class StreamedDepthwiseRows : public ::testing::TestWithParam<DepthwiseCase> {};
 
-TEST_P(StreamedDepthwiseRows, ForwardMatchesReference) {
-    const auto [dt, variant] = GetParam();
+// A depthwise forward of 4 MiB or more on `layout`, written and added, at the variant's offset;
+// `pinned`: the run is pinned to the library's kernel on that layout.
+void check_streamed_depthwise_forward(deconv_dtype dt, const Variant &variant, deconv_layout layout, bool pinned) {
     const auto [bias, adj, offset_elements] = variant;
     naive::Problem p;
     p.batch = 8;
@@ -147,26 +148,31 @@ TEST_P(StreamedDepthwiseRows, ForwardMatchesReference) {
     ASSERT_GE(naive::dst_elems(p) * int64_t(element), int64_t(4) << 20);
     const harness::Expected expected = harness::expect_forward(p, src, w, b, false);
 
-    harness::Handle h(p, dt, DECONV_CHANNELS_LAST, DECONV_INFERENCE);
+    harness::Handle h(p, dt, layout, DECONV_INFERENCE);
     ASSERT_TRUE(h.ok()) << h.error();
     SCOPED_TRACE(h.impls());
-    if (pinned_to_the_kernels()) {
+    if (pinned) {
         EXPECT_EQ(h.impl(DECONV_PASS_FORWARD).rfind("libdeconv_dw:", 0), 0u);
     }
-    harness::Buffer bs = harness::src_buffer(p, dt, DECONV_CHANNELS_LAST, src), bw(dt, w), bb(dt, b);
+    harness::Buffer bs = harness::src_buffer(p, dt, layout, src), bw(dt, w), bb(dt, b);
     for (deconv_req r : {DECONV_REQ_WRITE, DECONV_REQ_ADD}) {
         SCOPED_TRACE(harness::req_str(r));
         harness::Buffer dst(dt, static_cast<size_t>(naive::dst_elems(p)), offset);
         if (r == DECONV_REQ_ADD)
-            dst.set(harness::to_layout(p, DECONV_CHANNELS_LAST, prior, p.out_channels, out));
+            dst.set(harness::to_layout(p, layout, prior, p.out_channels, out));
         else
             dst.fill_sentinel();
         ASSERT_EQ(deconv_forward(h.get(), bs.data(), bw.data(), bias ? bb.data() : nullptr, dst.data(), r), DECONV_OK)
                 << deconv_last_error();
         EXPECT_TRUE(dst.guards_intact()) << "wrote outside dst";
-        const Vec got = harness::from_layout(p, DECONV_CHANNELS_LAST, dst.get(), p.out_channels, out);
+        const Vec got = harness::from_layout(p, layout, dst.get(), p.out_channels, out);
         EXPECT_TRUE(harness::compare("dst", got, expected, dt, r == DECONV_REQ_ADD ? &prior : nullptr));
     }
+}
+
+TEST_P(StreamedDepthwiseRows, ForwardMatchesReference) {
+    const auto [dt, variant] = GetParam();
+    check_streamed_depthwise_forward(dt, variant, DECONV_CHANNELS_LAST, pinned_to_the_kernels());
 }
 
 // The depthwise data gradient on channels-last data (impl/depthwise_backward_data_rows.cpp)
@@ -217,6 +223,25 @@ TEST_P(StreamedDepthwiseRows, DataGradientMatchesReference) {
         EXPECT_TRUE(harness::compare("diff_src", got, expected, dt, r == DECONV_REQ_ADD ? &prior : nullptr));
     }
 }
+
+// The depthwise forward on channels-first planes (impl/depthwise_plane_forward.cpp) streams the
+// vectors of its rows of 127 and 128 pixels that fall on a line, at the same offsets (none of
+// them do 16 bytes past a line). Pinned (DECONV_FORMULATION=depthwise,
+// DECONV_DATA_LAYOUT=channels_first) it must run there.
+class StreamedDepthwisePlanes : public ::testing::TestWithParam<DepthwiseCase> {};
+
+TEST_P(StreamedDepthwisePlanes, ForwardMatchesReference) {
+    const auto [dt, variant] = GetParam();
+    const char *layout = std::getenv("DECONV_DATA_LAYOUT");
+    const bool pinned = pinned_to_the_kernels() && layout && std::string(layout) == "channels_first"
+            && __builtin_cpu_supports("avx512bw");
+    check_streamed_depthwise_forward(dt, variant, DECONV_CHANNELS_FIRST, pinned);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StreamedDepthwisePlanes,
+        ::testing::Combine(::testing::Values(DECONV_F32, DECONV_BF16),
+                ::testing::Values(Variant{true, 1, 0}, Variant{false, 1, -1}, Variant{true, 0, 1},
+                        Variant{false, 0, 0}, Variant{true, 1, -1})));
 
 INSTANTIATE_TEST_SUITE_P(Cases, StreamedDepthwiseRows,
         ::testing::Combine(::testing::Values(DECONV_F32, DECONV_BF16),
