@@ -147,16 +147,19 @@ void commit_same_plain_layout(const ChannelBlocked &d, const In *in, Out *out, c
         for (int64_t i = 0; i < period; ++i) repeated_bias[i] = bias[i % d.channels];
         bias = repeated_bias;
     }
-    const int64_t plane_size = channels_last ? pixels * d.channels : pixels;
-    const int64_t run = !channels_last ? std::min(pixels, kChunk)
+    // Without a bias, channels-first data is one plane: tiny.latency's bf16 diff_dst (8 x 64)
+    // took 8 runs to convert.
+    const bool one_plane = !bias && !channels_last;
+    const int64_t plane_size = one_plane ? d.batch * d.channels * pixels : channels_last ? pixels * d.channels : pixels;
+    const int64_t run = !channels_last ? std::min(plane_size, kChunk)
                         : periodic     ? std::max<int64_t>(1, kChunk / period) * period
                                        : d.channels;
     // Streamed only where every run starts at the same place within a cache line (see
     // commit_blocked_to_planes), and never channels-last: bilinear.dw's 25 MB f32 output (64
     // channels) took 4.2-6.2 ms streamed one pixel a run, 1.7-1.8 ms with plain stores.
-    stream &= !channels_last && pixels * int64_t(sizeof(Out)) % 64 == 0;
+    stream &= !channels_last && (one_plane || pixels * int64_t(sizeof(Out)) % 64 == 0);
     const int64_t runs_per_plane = (plane_size + run - 1) / run;
-    const int64_t planes = d.batch * (channels_last ? 1 : d.channels);
+    const int64_t planes = one_plane ? 1 : d.batch * (channels_last ? 1 : d.channels);
     const int64_t bias_step = channels_last ? 1 : 0, bias_period = periodic ? period : 0;
     in_parallel(d.batch * d.channels * pixels >= kParallelElements, [&] {
 #pragma omp for schedule(static) nowait
