@@ -119,6 +119,11 @@ Problem::Problem(const Spec &spec) : spec_(spec) {
         spec_.in_size[i] = spec_.kernel[i] = spec_.stride[i] = spec_.dilate[i] = 1;
         spec_.pad[i] = spec_.adj[i] = spec_.target_shape[i] = 0;
     }
+    // One channel in and out: channels-last data is channels-first data, and taken as such (its
+    // routes and signature): oneDNN compares the strides of the channel dimension too, so nhwc
+    // of one channel went through the channels-last routes (held-out 1 -> 1 channel, 256x256, x2:
+    // forward f32 0.98 ms against 0.21 channels-first, bf16 1.20 against 0.24).
+    if (spec_.in_channels == 1 && spec_.out_channels == 1) spec_.layout = Layout::channels_first;
 
     const size_t eb = element_bytes();
     const Dims3 &in = spec.in_size, &k = spec.kernel, &o = out_size_;

@@ -1,6 +1,6 @@
 // The process-wide primitive cache, through the C API: hits on equal problems, misses on any
 // difference, the capacity bound, least-recently-used eviction, capacity 0, and that handles
-// keep working after their primitives were evicted.
+// keep working after their primitives were evicted, and one-channel layouts that are the same.
 //
 // Entry accounting (what the exact numbers below rely on): a cache entry is one pass's
 // primitive. An inference handle uses 1 entry (forward); a training handle uses 3 (forward,
@@ -225,6 +225,25 @@ TEST_F(Cache, EquivalentDescriptionsShareAnEntry) {
     p.pad[0] = 99, p.adj[1] = 1;  // ignored when target_shape is given
     HandlePtr c = create(p);
     EXPECT_STATS(2, 1, 1);
+}
+
+// One channel in and out: channels-last data is the same memory as channels-first, and the
+// problem is the same (the same routes, the same entry); with more channels on either side the
+// layouts differ.
+TEST_F(Cache, OneChannelLayoutsShareAnEntry) {
+    deconv_params first = problem(0);
+    first.in_channels = first.out_channels = 1;
+    deconv_params last = first;
+    last.layout = DECONV_CHANNELS_LAST;
+    HandlePtr a = create(first);
+    HandlePtr b = create(last);
+    EXPECT_STATS(1, 1, 1);
+    ASSERT_TRUE(a && b);
+    EXPECT_STREQ(deconv_impl_name(a.get(), DECONV_PASS_FORWARD), deconv_impl_name(b.get(), DECONV_PASS_FORWARD));
+    EXPECT_TRUE(bit_equal(run_forward(a.get(), first), run_forward(b.get(), last)));
+    last.out_channels = 2;
+    HandlePtr c = create(last);
+    EXPECT_STATS(1, 2, 2);
 }
 
 TEST_F(Cache, CapacityBoundsEntries) {
